@@ -1,0 +1,113 @@
+#pragma once
+// darkbert bench forward [--layers 12 --hidden 768 --heads 12 --ff 3072 --seq 128 --batch 8 --reps 5
+//                         --threads N] [--no-attentions] [--hooks noop] [--dtype float32|float64]
+//
+// Times the forward pass of a randomly initialised BERT-shaped encoder (seeded) and prints one line:
+//   ms_per_batch=… ms_per_seq=… gflops=… peak_rss_mb=… median_ms_per_batch=…
+// (best of --reps after one warm-up; GFLOP/s from the best time).
+
+#include <sys/resource.h>  // getrusage
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>  // std::sort
+#include <chrono>     // std::chrono::steady_clock
+#include <cstdio>     // std::printf
+#include <random>     // std::mt19937_64
+#include <vector>     // std::vector
+
+#include "darkbert/core/threads.hpp"
+#include "darkbert/model/transformer.hpp"
+
+namespace darkbert::cli {
+
+struct BenchForwardOptions {
+  int layers = 12, hidden = 768, heads = 12, ff = 3072, seq = 128, batch = 8, reps = 5, threads = 0;
+  bool no_attentions = false;
+  std::string hooks = "none";
+  std::string dtype = "float32";
+  std::uint64_t seed = 0;
+};
+
+// FLOPs of one sequence through the encoder: projections, FFN, and the two attention products.
+inline double forward_flops_per_sequence(double L, double H, double I, double layers) {
+  return layers * (8 * L * H * H + 4 * L * H * I + 4 * L * L * H);
+}
+
+inline double peak_rss_mb() {
+  struct rusage usage {};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
+}
+
+template <class T>
+void bench_forward(const BenchForwardOptions& o) {
+  set_num_threads(o.threads);
+  ModelConfig config;
+  config.family = Family::bert;
+  config.vocab_size = 30522;
+  config.hidden_size = o.hidden;
+  config.num_layers = o.layers;
+  config.num_heads = o.heads;
+  config.intermediate_size = o.ff;
+  config.max_positions = std::max(512, o.seq);
+  config.type_vocab_size = 2;
+  const auto model = Transformer<T>::random(config, HeadSpec{}, o.seed);
+
+  std::mt19937_64 rng(o.seed + 1);
+  std::uniform_int_distribution<int> token(1000, config.vocab_size - 1);
+  Batch batch;
+  batch.batch_size = o.batch;
+  batch.length = o.seq;
+  for (int i = 0; i < o.batch * o.seq; ++i) batch.input_ids.push_back(token(rng));
+  batch.attention_mask.assign(batch.input_ids.size(), 1);
+
+  HookRegistry<T> registry;
+  std::vector<HookHandle> handles;
+  volatile double sink = 0;
+  if (o.hooks == "noop")  // observe-only hook on every point: reads one element so it cannot be optimised away
+    handles.push_back(registry.add({.pattern = "*hook_*"}, [&sink](HookContext<T>& ctx) { sink = sink + double(ctx.tensor(0)); }));
+  ForwardOptions<T> options;
+  options.keep_attentions = !o.no_attentions;
+  options.hooks = o.hooks == "noop" ? &registry : nullptr;
+
+  model.forward(batch, options);  // warm-up
+  std::vector<double> times;
+  for (int r = 0; r < o.reps; ++r) {
+    const auto start = std::chrono::steady_clock::now();
+    const auto out = model.forward(batch, options);
+    times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+  }
+  std::sort(times.begin(), times.end());
+  const double best = times.front(), median = times[times.size() / 2];
+  const double flops = forward_flops_per_sequence(o.seq, o.hidden, o.ff, o.layers) * o.batch;
+  std::printf("ms_per_batch=%.2f ms_per_seq=%.2f gflops=%.1f peak_rss_mb=%.1f median_ms_per_batch=%.2f\n", best,
+              best / o.batch, flops / (best * 1e6), peak_rss_mb(), median);
+}
+
+inline void add_bench_command(CLI::App& app) {
+  auto* bench = app.add_subcommand("bench", "Benchmarks");
+  bench->require_subcommand(1);
+  auto o = std::make_shared<BenchForwardOptions>();
+  auto* fwd = bench->add_subcommand("forward", "Time the forward pass of a random BERT-shaped encoder");
+  fwd->add_option("--layers", o->layers, "Number of layers")->capture_default_str();
+  fwd->add_option("--hidden", o->hidden, "Hidden size")->capture_default_str();
+  fwd->add_option("--heads", o->heads, "Attention heads")->capture_default_str();
+  fwd->add_option("--ff", o->ff, "FFN (intermediate) size")->capture_default_str();
+  fwd->add_option("--seq", o->seq, "Sequence length")->capture_default_str();
+  fwd->add_option("--batch", o->batch, "Batch size")->capture_default_str();
+  fwd->add_option("--reps", o->reps, "Timed repetitions (after one warm-up)")->capture_default_str()->check(CLI::PositiveNumber);
+  fwd->add_option("--threads", o->threads, "Threads for OpenBLAS and OpenMP (0 = all cores)")->capture_default_str();
+  fwd->add_option("--seed", o->seed, "Seed for weights and token ids")->capture_default_str();
+  fwd->add_flag("--no-attentions", o->no_attentions, "Do not keep the attention maps");
+  fwd->add_option("--hooks", o->hooks, "none, or noop: an observe-only hook on every hook point")
+      ->check(CLI::IsMember({"none", "noop"}));
+  fwd->add_option("--dtype", o->dtype, "Computation type")->check(CLI::IsMember({"float32", "float64"}));
+  fwd->callback([o] {
+    if (o->hidden % o->heads != 0) fail("bench forward: --hidden ", o->hidden, " is not divisible by --heads ", o->heads);
+    if (o->dtype == "float64") bench_forward<double>(*o);
+    else bench_forward<float>(*o);
+  });
+}
+
+}  // namespace darkbert::cli

@@ -1,0 +1,111 @@
+#pragma once
+// darkbert run --cases FILE --out DIR [--model DIR] [--disable L:H,...] [--dtype float32|float64] [--check]
+//
+// Runs every case of a cases file (../shared/golden format) and writes each output the case names as .npy
+// under that file's base name in --out. With --check, compares each output with the expected file and
+// fails if any differs by more than the fixture tolerance.
+
+#include <CLI/CLI.hpp>
+
+#include <cmath>       // std::abs
+#include <filesystem>  // std::filesystem
+#include <iostream>    // std::cout
+#include <string>      // std::string
+#include <vector>      // std::vector
+
+#include <xtensor/xnpy.hpp>
+
+#include "darkbert/model/case_file.hpp"
+
+namespace darkbert::cli {
+
+// Parses "3:7,5:all" (also "5:*") into head references.
+inline std::vector<HeadRef> parse_head_list(const std::string& text) {
+  std::vector<HeadRef> heads;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    const auto end = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, end - start);
+    const auto colon = item.find(':');
+    if (colon == std::string::npos) fail("--disable: \"", item, "\" is not LAYER:HEAD (e.g. 3:7 or 5:all)");
+    HeadRef ref;
+    try {
+      std::size_t used = 0;
+      ref.layer = std::stoi(item.substr(0, colon), &used);
+      if (used != colon) throw std::invalid_argument(item);
+      const std::string head = item.substr(colon + 1);
+      if (head == "all" || head == "*") {
+        ref.head = all_heads;
+      } else {
+        ref.head = std::stoi(head, &used);
+        if (used != head.size()) throw std::invalid_argument(item);
+      }
+    } catch (const std::logic_error&) {
+      fail("--disable: \"", item, "\" is not LAYER:HEAD (e.g. 3:7 or 5:all)");
+    }
+    heads.push_back(ref);
+    start = end + 1;
+  }
+  return heads;
+}
+
+struct RunOptions {
+  std::filesystem::path cases, out, model;
+  std::string disable;
+  std::string dtype = "float32";
+  bool check = false;
+};
+
+template <class T>
+int run_cases(const RunOptions& o) {
+  const auto file = CaseFile::read(o.cases);
+  const auto model_dir = o.model.empty() ? file.model_dir : o.model;
+  const auto model = Transformer<T>::load(model_dir);
+  const auto extra = parse_head_list(o.disable);
+  std::filesystem::create_directories(o.out);
+  const double tol = std::is_same_v<T, float> ? 1e-4 : 1e-9;
+  int failures = 0;
+  for (const auto& c : file.cases) {
+    auto policies = c.template policies<T>();
+    if (!extra.empty()) policies.add(uniform_policy<T>(), extra);
+    const auto result = model.forward(c.batch, {.policies = &policies});
+    for (const auto& [name, expected_path] : c.outputs) {
+      const auto out_path = o.out / expected_path.filename();
+      const auto value = named_output(result, model, name);
+      xt::dump_npy(out_path.string(), value);
+      if (!o.check) continue;
+      const auto expected = xt::load_npy<double>(expected_path.string());
+      double worst = 0;
+      bool same_shape = expected.shape().size() == value.shape().size();
+      for (std::size_t k = 0; same_shape && k < value.shape().size(); ++k) same_shape = expected.shape()[k] == value.shape()[k];
+      if (same_shape)
+        for (std::size_t k = 0; k < expected.size(); ++k)
+          worst = std::max(worst, std::abs(double(value.data()[k]) - expected.data()[k]) / (1 + std::abs(expected.data()[k])));
+      const bool ok = same_shape && worst <= tol;
+      failures += !ok;
+      std::cout << (ok ? "ok   " : "FAIL ") << c.name << " " << name << " max|diff|/(1+|exp|) = " << worst
+                << (same_shape ? "" : " (shape differs)") << "\n";
+    }
+  }
+  std::cout << file.cases.size() << " cases from " << o.cases.string() << " -> " << o.out.string()
+            << (o.check ? (failures ? " — " + std::to_string(failures) + " outputs out of tolerance" : " — all outputs within tolerance") : "")
+            << "\n";
+  return failures ? 1 : 0;
+}
+
+inline void add_run_command(CLI::App& app) {
+  auto opts = std::make_shared<RunOptions>();
+  auto* cmd = app.add_subcommand("run", "Run every case of a cases file and write the outputs as .npy");
+  cmd->add_option("--cases", opts->cases, "Cases file (darkbert-golden-cases/1 JSON)")->required()->check(CLI::ExistingFile);
+  cmd->add_option("--out", opts->out, "Output folder (one .npy per named output, under its base name)")->required();
+  cmd->add_option("--model", opts->model, "Checkpoint folder (default: the one the cases file names)")->check(CLI::ExistingDirectory);
+  cmd->add_option("--disable", opts->disable, "Extra heads to disable (uniform policy): LAYER:HEAD,... e.g. 3:7,5:all");
+  cmd->add_option("--dtype", opts->dtype, "Computation type")->check(CLI::IsMember({"float32", "float64"}));
+  cmd->add_flag("--check", opts->check, "Compare every output with the expected file and fail outside tolerance");
+  cmd->callback([opts] {
+    const int status = opts->dtype == "float64" ? run_cases<double>(*opts) : run_cases<float>(*opts);
+    if (status != 0) throw CLI::RuntimeError(status);
+  });
+}
+
+}  // namespace darkbert::cli

@@ -1,0 +1,28 @@
+// darkbert — the command line. Each subcommand lives in its own header next to this file.
+#include <CLI/CLI.hpp>
+
+#include <exception>  // std::exception
+#include <iostream>   // std::cerr
+
+#include "cmd_annotate.hpp"
+#include "cmd_bench.hpp"
+#include "cmd_run.hpp"
+#include "cmd_tokenize.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"darkbert: exact transformer forward passes, hooks and attention analysis"};
+  app.require_subcommand(1);
+  darkbert::cli::add_run_command(app);
+  darkbert::cli::add_tokenize_command(app);
+  darkbert::cli::add_annotate_command(app);
+  darkbert::cli::add_bench_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const std::exception& e) {
+    std::cerr << "darkbert: error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

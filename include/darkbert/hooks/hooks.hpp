@@ -1,0 +1,213 @@
+#pragma once
+// Hooks: functions called at named points of the forward pass (see hook_point.hpp) that observe the
+// tensor there or modify it in place. Registration is scoped: the returned handle removes the hook when
+// it goes out of scope. With nothing registered the forward pass pays one pointer test per point.
+//
+//   darkbert::HookRegistry<float> hooks;
+//   {
+//     auto handle = hooks.add({.pattern = "blocks.*.attn.hook_pattern", .heads = {3}},
+//                             [&](darkbert::HookContext<float>& ctx) { /* ctx.tensor is [B, L, L] of head 3 */ });
+//     model.forward(batch, {.hooks = &hooks});
+//   }  // hook removed here
+
+#include <algorithm>   // std::find, std::remove_if
+#include <array>       // std::array
+#include <cstdint>     // std::uint64_t
+#include <functional>  // std::function
+#include <optional>    // std::optional
+#include <set>         // std::set
+#include <string>      // std::string
+#include <utility>     // std::exchange
+#include <vector>      // std::vector
+
+#include "../core/error.hpp"
+#include "../core/matrix.hpp"
+#include "hook_point.hpp"
+
+namespace darkbert {
+
+// A strided view of up to 4 dimensions over the forward pass's own buffers (no copy).
+template <class T>
+struct TensorView {
+  T* data = nullptr;
+  int rank = 0;
+  std::array<Index, 4> shape{};
+  std::array<Index, 4> strides{};  // in elements
+
+  Index size() const {
+    Index n = 1;
+    for (int i = 0; i < rank; ++i) n *= shape[i];
+    return n;
+  }
+  T& operator()(Index i0, Index i1 = 0, Index i2 = 0, Index i3 = 0) const {
+    return data[i0 * strides[0] + i1 * strides[1] + i2 * strides[2] + i3 * strides[3]];
+  }
+  // Contiguous row-major view of the given shape.
+  static TensorView contiguous(T* data, std::initializer_list<Index> dims) {
+    TensorView v;
+    v.data = data;
+    v.rank = static_cast<int>(dims.size());
+    int i = 0;
+    for (Index d : dims) v.shape[i++] = d;
+    Index stride = 1;
+    for (int k = v.rank - 1; k >= 0; --k) {
+      v.strides[k] = stride;
+      stride *= v.shape[k];
+    }
+    return v;
+  }
+  // Fixes axis `axis` at `index`, dropping it.
+  TensorView slice(int axis, Index index) const {
+    TensorView v;
+    v.data = data + index * strides[axis];
+    v.rank = rank - 1;
+    for (int i = 0, j = 0; i < rank; ++i)
+      if (i != axis) {
+        v.shape[j] = shape[i];
+        v.strides[j++] = strides[i];
+      }
+    return v;
+  }
+};
+
+// What a hook sees: where it is, the tensor, and the batch it belongs to.
+template <class T>
+struct HookContext {
+  HookPoint point;
+  int layer = -1;             // -1 for global points
+  int head = -1;              // set when the hook was registered for a head subset
+  TensorView<T> tensor;       // writable: modify in place to intervene
+  const int* attention_mask;  // [B, L], 1 = real token
+  Index batch = 0, length = 0;
+  bool causal = false;
+
+  std::string name() const { return hook_name(point, layer); }
+};
+
+// Which points a hook fires at. Empty fields match everything.
+struct HookFilter {
+  std::string pattern;          // glob over full names, '*' = any run of characters ("blocks.*.attn.hook_pattern")
+  std::set<HookPoint> points;   // alternatively: a set of points
+  std::set<int> layers;         // restrict to these layers (per-layer points only)
+  std::set<int> heads;          // per-head points (q, k, v, attn_scores, pattern, z): one call per listed head
+
+  bool matches(HookPoint p, int layer) const {
+    if (!points.empty() && !points.count(p)) return false;
+    if (!layers.empty() && is_per_layer(p) && !layers.count(layer)) return false;
+    return pattern.empty() || glob_match(pattern, hook_name(p, layer));
+  }
+
+  static bool glob_match(std::string_view pattern, std::string_view text) {
+    // Iterative '*' matcher with backtracking to the last star.
+    std::size_t p = 0, t = 0, star = std::string_view::npos, mark = 0;
+    while (t < text.size()) {
+      if (p < pattern.size() && pattern[p] == '*') {
+        star = p++;
+        mark = t;
+      } else if (p < pattern.size() && pattern[p] == text[t]) {
+        ++p;
+        ++t;
+      } else if (star != std::string_view::npos) {
+        p = star + 1;
+        t = ++mark;
+      } else {
+        return false;
+      }
+    }
+    while (p < pattern.size() && pattern[p] == '*') ++p;
+    return p == pattern.size();
+  }
+};
+
+inline bool is_per_head(HookPoint p) {
+  return p == HookPoint::q || p == HookPoint::k || p == HookPoint::v || p == HookPoint::attn_scores ||
+         p == HookPoint::pattern || p == HookPoint::z;
+}
+
+// Removes its hook when destroyed. Must not outlive the registry it came from.
+class HookHandle {
+ public:
+  HookHandle() = default;
+  HookHandle(std::function<void()> remove) : remove_(std::move(remove)) {}
+  HookHandle(HookHandle&& other) noexcept : remove_(std::exchange(other.remove_, nullptr)) {}
+  HookHandle& operator=(HookHandle&& other) noexcept {
+    if (this != &other) {
+      reset();
+      remove_ = std::exchange(other.remove_, nullptr);
+    }
+    return *this;
+  }
+  HookHandle(const HookHandle&) = delete;
+  HookHandle& operator=(const HookHandle&) = delete;
+  ~HookHandle() { reset(); }
+
+  void reset() {
+    if (remove_) std::exchange(remove_, nullptr)();
+  }
+
+ private:
+  std::function<void()> remove_;
+};
+
+template <class T>
+class HookRegistry {
+ public:
+  using Function = std::function<void(HookContext<T>&)>;
+
+  HookRegistry() = default;
+  HookRegistry(const HookRegistry&) = delete;  // handles point at this object
+  HookRegistry& operator=(const HookRegistry&) = delete;
+
+  [[nodiscard]] HookHandle add(HookFilter filter, Function fn) {
+    if (!fn) fail("HookRegistry::add: empty hook function");
+    if (!filter.pattern.empty() && filter.pattern.find("hook_") == std::string::npos)
+      fail("HookRegistry::add: pattern \"", filter.pattern, "\" can never match a hook name (names contain \"hook_\")");
+    const std::uint64_t id = next_id_++;
+    entries_.push_back({id, std::move(filter), std::move(fn)});
+    return HookHandle([this, id] {
+      entries_.erase(std::remove_if(entries_.begin(), entries_.end(), [&](const Entry& e) { return e.id == id; }),
+                     entries_.end());
+    });
+  }
+
+  bool empty() const { return entries_.empty(); }
+  std::size_t size() const { return entries_.size(); }
+
+  bool active(HookPoint p, int layer) const {
+    for (const auto& e : entries_)
+      if (e.filter.matches(p, layer)) return true;
+    return false;
+  }
+
+  // Calls every matching hook, in registration order. `head_axis` is the axis of the tensor that
+  // indexes heads (for per-head points), used for head-filtered hooks.
+  void run(HookContext<T> ctx, int head_axis = -1) const {
+    for (const auto& e : entries_) {
+      if (!e.filter.matches(ctx.point, ctx.layer)) continue;
+      if (e.filter.heads.empty() || head_axis < 0) {
+        HookContext<T> c = ctx;
+        e.fn(c);
+        continue;
+      }
+      for (int h : e.filter.heads) {
+        if (h < 0 || h >= ctx.tensor.shape[head_axis])
+          fail("hook on ", ctx.name(), ": head ", h, " out of range (", ctx.tensor.shape[head_axis], " heads)");
+        HookContext<T> c = ctx;
+        c.head = h;
+        c.tensor = ctx.tensor.slice(head_axis, h);
+        e.fn(c);
+      }
+    }
+  }
+
+ private:
+  struct Entry {
+    std::uint64_t id;
+    HookFilter filter;
+    Function fn;
+  };
+  std::vector<Entry> entries_;
+  std::uint64_t next_id_ = 0;
+};
+
+}  // namespace darkbert

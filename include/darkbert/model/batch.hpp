@@ -1,0 +1,95 @@
+#pragma once
+// A padded batch of token ids, as the model consumes it: [B, L] row-major ids, attention mask and token
+// types (empty token types = all zero; empty mask = all ones).
+//
+//   darkbert::Batch batch = darkbert::Batch::from_encodings(tokenizer.encode_batch(texts));
+
+#include <cstdint>  // std::int32_t
+#include <vector>   // std::vector
+
+#include "../core/error.hpp"
+#include "../core/matrix.hpp"
+#include "../tokenizer/encoding.hpp"
+
+namespace darkbert {
+
+struct Batch {
+  Index batch_size = 0;
+  Index length = 0;
+  std::vector<int> input_ids;       // [B * L]
+  std::vector<int> attention_mask;  // [B * L], 1 = real token, 0 = padding (empty = all real)
+  std::vector<int> token_type_ids;  // [B * L] (empty = all 0)
+
+  Index tokens() const { return batch_size * length; }
+  int id(Index b, Index i) const { return input_ids[static_cast<std::size_t>(b * length + i)]; }
+  int mask(Index b, Index i) const {
+    return attention_mask.empty() ? 1 : attention_mask[static_cast<std::size_t>(b * length + i)];
+  }
+  // Number of real (non-padding) tokens of sequence b.
+  Index valid_length(Index b) const {
+    Index n = 0;
+    for (Index i = 0; i < length; ++i) n += mask(b, i) != 0;
+    return n;
+  }
+
+  // Builds a batch from rows of equal or unequal length, padding on the right with pad_id.
+  static Batch from_rows(const std::vector<std::vector<int>>& ids, int pad_id = 0,
+                         const std::vector<std::vector<int>>& token_types = {}) {
+    Batch b;
+    b.batch_size = static_cast<Index>(ids.size());
+    for (const auto& row : ids) b.length = std::max<Index>(b.length, static_cast<Index>(row.size()));
+    b.input_ids.assign(static_cast<std::size_t>(b.tokens()), pad_id);
+    b.attention_mask.assign(static_cast<std::size_t>(b.tokens()), 0);
+    if (!token_types.empty()) {
+      require(token_types.size() == ids.size(), "Batch::from_rows: ", ids.size(), " id rows but ",
+              token_types.size(), " token type rows");
+      b.token_type_ids.assign(static_cast<std::size_t>(b.tokens()), 0);
+    }
+    for (std::size_t r = 0; r < ids.size(); ++r)
+      for (std::size_t i = 0; i < ids[r].size(); ++i) {
+        const auto at = r * static_cast<std::size_t>(b.length) + i;
+        b.input_ids[at] = ids[r][i];
+        b.attention_mask[at] = 1;
+        if (!token_types.empty()) {
+          require(token_types[r].size() == ids[r].size(), "Batch::from_rows: row ", r, " has ", ids[r].size(),
+                  " ids but ", token_types[r].size(), " token types");
+          b.token_type_ids[at] = token_types[r][i];
+        }
+      }
+    return b;
+  }
+
+  // Stacks encodings (already padded or not) into one batch, padding to the longest with pad_id.
+  static Batch from_encodings(const std::vector<Encoding>& encodings, int pad_id = 0) {
+    Batch b;
+    b.batch_size = static_cast<Index>(encodings.size());
+    for (const auto& e : encodings) b.length = std::max<Index>(b.length, static_cast<Index>(e.size()));
+    b.input_ids.assign(static_cast<std::size_t>(b.tokens()), pad_id);
+    b.attention_mask.assign(static_cast<std::size_t>(b.tokens()), 0);
+    b.token_type_ids.assign(static_cast<std::size_t>(b.tokens()), 0);
+    for (std::size_t r = 0; r < encodings.size(); ++r) {
+      const auto& e = encodings[r];
+      for (std::size_t i = 0; i < e.size(); ++i) {
+        const auto at = r * static_cast<std::size_t>(b.length) + i;
+        b.input_ids[at] = e.ids[i];
+        b.attention_mask[at] = e.attention_mask.empty() ? 1 : e.attention_mask[i];
+        b.token_type_ids[at] = e.token_type_ids.empty() ? 0 : e.token_type_ids[i];
+      }
+    }
+    return b;
+  }
+
+  // Checks sizes agree; throws naming the field.
+  void validate() const {
+    require(batch_size >= 0 && length >= 0, "batch: negative size");
+    require(input_ids.size() == static_cast<std::size_t>(tokens()), "batch: input_ids has ", input_ids.size(),
+            " entries, expected B*L = ", tokens());
+    require(attention_mask.empty() || attention_mask.size() == input_ids.size(), "batch: attention_mask has ",
+            attention_mask.size(), " entries, expected ", input_ids.size());
+    require(token_type_ids.empty() || token_type_ids.size() == input_ids.size(), "batch: token_type_ids has ",
+            token_type_ids.size(), " entries, expected ", input_ids.size());
+    for (int m : attention_mask) require(m == 0 || m == 1, "batch: attention_mask values must be 0 or 1, got ", m);
+  }
+};
+
+}  // namespace darkbert

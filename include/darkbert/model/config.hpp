@@ -1,0 +1,184 @@
+#pragma once
+// The architecture description of a checkpoint, read from a Hugging Face config.json. One struct covers
+// every family darkbert runs: BERT, RoBERTa, DistilBERT (post-LN encoders) and GPT-2 (pre-LN decoder);
+// the differences between them are fields here, not separate model classes.
+//
+//   auto config = darkbert::ModelConfig::from_json_file("bert-base-uncased/config.json");
+//   config.hidden_size;  // 768
+
+#include <filesystem>  // std::filesystem::path
+#include <string>      // std::string
+#include <vector>      // std::vector
+
+#include <nlohmann/json.hpp>
+
+#include "../core/error.hpp"
+#include "../io/checkpoint.hpp"
+
+namespace darkbert {
+
+enum class Family { bert, roberta, distilbert, gpt2 };
+enum class Activation { gelu_erf, gelu_tanh, relu };
+
+inline const char* family_name(Family f) {
+  switch (f) {
+    case Family::bert: return "bert";
+    case Family::roberta: return "roberta";
+    case Family::distilbert: return "distilbert";
+    case Family::gpt2: return "gpt2";
+  }
+  return "?";
+}
+
+struct ModelConfig {
+  Family family = Family::bert;
+  std::string architecture;  // config "architectures"[0] if present, e.g. "BertForSequenceClassification"
+  int vocab_size = 0;
+  int hidden_size = 0;
+  int num_layers = 0;
+  int num_heads = 0;
+  int intermediate_size = 0;
+  int max_positions = 0;
+  int type_vocab_size = 0;       // 0 = the family has no token types (DistilBERT, GPT-2)
+  double layer_norm_eps = 1e-12;
+  Activation activation = Activation::gelu_erf;
+  bool pre_layer_norm = false;   // GPT-2: LN before attention/MLP, final ln_f
+  bool causal = false;           // GPT-2: query i sees keys j <= i
+  bool scale_by_inverse_layer_idx = false;  // GPT-2 option: scores also divided by (layer + 1)
+  int pad_token_id = 0;          // -1 = none
+  std::vector<std::string> labels;  // id2label in id order (empty = no classification labels in config)
+  std::string problem_type;         // "regression", "single_label_classification", ... or empty
+
+  int head_dim() const { return hidden_size / num_heads; }
+  // RoBERTa numbers positions from pad_token_id + 1; everything else from 0.
+  int position_offset() const { return family == Family::roberta ? pad_token_id + 1 : 0; }
+  // Longest input the position table admits.
+  int max_sequence_length() const { return max_positions - position_offset(); }
+
+  static ModelConfig from_json(const nlohmann::json& j, const std::string& source = "config.json");
+  static ModelConfig from_json_file(const std::filesystem::path& path) {
+    return from_json(read_json_file(path), path.string());
+  }
+
+  void validate(const std::string& source) const {
+    auto positive = [&](int value, const char* name) {
+      if (value <= 0) fail(source, ": ", name, " must be positive, got ", value);
+    };
+    positive(vocab_size, "vocab_size");
+    positive(hidden_size, "hidden size");
+    positive(num_layers, "number of layers");
+    positive(num_heads, "number of attention heads");
+    positive(intermediate_size, "intermediate (FFN) size");
+    positive(max_positions, "max_position_embeddings");
+    if (hidden_size % num_heads != 0)
+      fail(source, ": hidden size ", hidden_size, " is not divisible by the ", num_heads, " attention heads");
+    if (!(layer_norm_eps > 0)) fail(source, ": layer norm epsilon must be positive");
+    if (max_sequence_length() <= 0)
+      fail(source, ": max_position_embeddings ", max_positions, " leaves no room after the position offset");
+  }
+};
+
+namespace detail {
+
+template <class V>
+V json_get(const nlohmann::json& j, const char* key, const std::string& source, V fallback, bool required) {
+  if (!j.contains(key) || j[key].is_null()) {
+    if (required) fail(source, ": missing required field \"", key, "\"");
+    return fallback;
+  }
+  try {
+    return j[key].get<V>();
+  } catch (const nlohmann::json::exception&) {
+    fail(source, ": field \"", key, "\" has the wrong type (", j[key].dump(), ")");
+  }
+}
+
+inline Activation parse_activation(const std::string& name, const std::string& source) {
+  if (name == "gelu") return Activation::gelu_erf;
+  if (name == "gelu_new" || name == "gelu_pytorch_tanh" || name == "gelu_fast") return Activation::gelu_tanh;
+  if (name == "relu") return Activation::relu;
+  fail(source, ": unsupported activation \"", name, "\" (supported: gelu, gelu_new, gelu_pytorch_tanh, relu)");
+}
+
+}  // namespace detail
+
+inline ModelConfig ModelConfig::from_json(const nlohmann::json& j, const std::string& source) {
+  using detail::json_get;
+  if (!j.is_object()) fail(source, ": config is not a JSON object");
+  ModelConfig c;
+  const auto model_type = json_get<std::string>(j, "model_type", source, "", true);
+  if (j.contains("architectures") && j["architectures"].is_array() && !j["architectures"].empty() &&
+      j["architectures"][0].is_string())
+    c.architecture = j["architectures"][0].get<std::string>();
+
+  if (model_type == "bert" || model_type == "roberta" || model_type == "xlm-roberta" || model_type == "camembert") {
+    c.family = model_type == "bert" ? Family::bert : Family::roberta;
+    c.vocab_size = json_get<int>(j, "vocab_size", source, 0, true);
+    c.hidden_size = json_get<int>(j, "hidden_size", source, 768, false);
+    c.num_layers = json_get<int>(j, "num_hidden_layers", source, 12, false);
+    c.num_heads = json_get<int>(j, "num_attention_heads", source, 12, false);
+    c.intermediate_size = json_get<int>(j, "intermediate_size", source, 3072, false);
+    c.max_positions = json_get<int>(j, "max_position_embeddings", source, 512, false);
+    c.type_vocab_size = json_get<int>(j, "type_vocab_size", source, 2, false);
+    c.layer_norm_eps = json_get<double>(j, "layer_norm_eps", source, 1e-12, false);
+    c.activation = detail::parse_activation(json_get<std::string>(j, "hidden_act", source, "gelu", false), source);
+    c.pad_token_id = json_get<int>(j, "pad_token_id", source, c.family == Family::roberta ? 1 : 0, false);
+    const auto position_type = json_get<std::string>(j, "position_embedding_type", source, "absolute", false);
+    if (position_type != "absolute")
+      fail(source, ": position_embedding_type \"", position_type, "\" is not supported (only \"absolute\")");
+  } else if (model_type == "distilbert") {
+    c.family = Family::distilbert;
+    c.vocab_size = json_get<int>(j, "vocab_size", source, 0, true);
+    c.hidden_size = json_get<int>(j, "dim", source, 768, false);
+    c.num_layers = json_get<int>(j, "n_layers", source, 6, false);
+    c.num_heads = json_get<int>(j, "n_heads", source, 12, false);
+    c.intermediate_size = json_get<int>(j, "hidden_dim", source, 3072, false);
+    c.max_positions = json_get<int>(j, "max_position_embeddings", source, 512, false);
+    c.layer_norm_eps = 1e-12;  // fixed in DistilBERT's code
+    c.activation = detail::parse_activation(json_get<std::string>(j, "activation", source, "gelu", false), source);
+    c.pad_token_id = json_get<int>(j, "pad_token_id", source, 0, false);
+  } else if (model_type == "gpt2") {
+    c.family = Family::gpt2;
+    c.vocab_size = json_get<int>(j, "vocab_size", source, 0, true);
+    c.hidden_size = json_get<int>(j, "n_embd", source, 768, false);
+    c.num_layers = json_get<int>(j, "n_layer", source, 12, false);
+    c.num_heads = json_get<int>(j, "n_head", source, 12, false);
+    c.intermediate_size = json_get<int>(j, "n_inner", source, 4 * c.hidden_size, false);
+    c.max_positions = json_get<int>(j, "n_positions", source, 1024, false);
+    c.layer_norm_eps = json_get<double>(j, "layer_norm_epsilon", source, 1e-5, false);
+    c.activation =
+        detail::parse_activation(json_get<std::string>(j, "activation_function", source, "gelu_new", false), source);
+    c.pre_layer_norm = true;
+    c.causal = true;
+    c.pad_token_id = -1;
+    if (!json_get<bool>(j, "scale_attn_weights", source, true, false))
+      fail(source, ": scale_attn_weights=false is not supported");
+    c.scale_by_inverse_layer_idx = json_get<bool>(j, "scale_attn_by_inverse_layer_idx", source, false, false);
+  } else {
+    fail(source, ": unknown model_type \"", model_type, "\" (supported: bert, roberta, xlm-roberta, camembert, "
+         "distilbert, gpt2)");
+  }
+
+  if (j.contains("id2label") && j["id2label"].is_object()) {
+    const auto& id2label = j["id2label"];
+    c.labels.resize(id2label.size());
+    for (const auto& [key, value] : id2label.items()) {
+      std::size_t id = 0;
+      try {
+        id = std::stoul(key);
+      } catch (const std::exception&) {
+        fail(source, ": id2label key \"", key, "\" is not an integer");
+      }
+      if (id >= c.labels.size()) fail(source, ": id2label ids are not 0..", c.labels.size() - 1);
+      c.labels[id] = value.is_string() ? value.get<std::string>() : value.dump();
+    }
+  } else if (j.contains("num_labels")) {
+    const int n = json_get<int>(j, "num_labels", source, 2, false);
+    for (int i = 0; i < n; ++i) c.labels.push_back("LABEL_" + std::to_string(i));
+  }
+  c.problem_type = json_get<std::string>(j, "problem_type", source, "", false);
+  c.validate(source);
+  return c;
+}
+
+}  // namespace darkbert

@@ -1,0 +1,90 @@
+#pragma once
+// The parameters of a transformer, one struct per building block. Every family is laid out the same way:
+// nn.Linear weights are stored [out, in] (GPT-2's Conv1D [in, out] is transposed on load), and the three
+// attention projections are fused into one [3H, H] matrix so Q, K and V come out of a single product.
+
+#include <optional>  // std::optional
+#include <vector>    // std::vector
+
+#include "../core/matrix.hpp"
+
+namespace darkbert {
+
+// y = x Wᵀ + b;  weight [out, in], bias [out].
+template <class T>
+struct Linear {
+  Matrix<T> weight;
+  Vector<T> bias;
+
+  Linear() = default;
+  Linear(Index in, Index out) : weight(Matrix<T>::Zero(out, in)), bias(Vector<T>::Zero(out)) {}
+  Index in() const { return weight.cols(); }
+  Index out() const { return weight.rows(); }
+};
+
+template <class T>
+struct LayerNormParams {
+  Vector<T> weight;  // gamma
+  Vector<T> bias;    // beta
+
+  LayerNormParams() = default;
+  explicit LayerNormParams(Index n) : weight(Vector<T>::Ones(n)), bias(Vector<T>::Zero(n)) {}
+};
+
+template <class T>
+struct EmbeddingParams {
+  Matrix<T> word;        // [vocab, H]
+  Matrix<T> position;    // [max_positions, H]
+  Matrix<T> token_type;  // [type_vocab, H]; 0 rows when the family has no token types
+  std::optional<LayerNormParams<T>> norm;  // BERT/RoBERTa/DistilBERT; GPT-2 has none
+};
+
+// One transformer block. In a post-LN block (BERT) attn_norm follows attention + residual and mlp_norm
+// follows the MLP + residual; in a pre-LN block (GPT-2: ln_1, ln_2) they precede attention and the MLP.
+template <class T>
+struct BlockParams {
+  Linear<T> qkv;        // [3H, H]: rows [0, H) query, [H, 2H) key, [2H, 3H) value
+  Linear<T> attn_out;   // [H, H]
+  LayerNormParams<T> attn_norm;
+  Linear<T> mlp_in;     // [I, H]
+  Linear<T> mlp_out;    // [H, I]
+  LayerNormParams<T> mlp_norm;
+};
+
+// Sequence classification on the first token: out(act(pre(h0))), or for BERT out(pooled).
+enum class ClassifierActivation { none, tanh, relu };
+
+template <class T>
+struct ClassifierParams {
+  std::optional<Linear<T>> pre;  // DistilBERT pre_classifier (relu), RoBERTa classifier.dense (tanh)
+  ClassifierActivation pre_activation = ClassifierActivation::none;
+  bool on_pooled = false;        // BERT: the classifier reads the pooler output
+  Linear<T> out;                 // [labels, H]
+};
+
+// Masked-LM head: decoder(norm(act(transform(h)))) + bias, decoder tied to the word embeddings.
+template <class T>
+struct MaskedLmParams {
+  Linear<T> transform;   // [H, H]
+  LayerNormParams<T> norm;
+  Vector<T> decoder_bias;  // [vocab]
+};
+
+template <class T>
+struct HeadParams {
+  std::optional<LayerNormParams<T>> final_norm;  // GPT-2 ln_f
+  std::optional<Linear<T>> pooler;               // BERT/RoBERTa: tanh(W h[:, 0] + b)
+  std::optional<ClassifierParams<T>> classifier;
+  std::optional<MaskedLmParams<T>> masked_lm;
+  std::optional<Linear<T>> next_sentence;        // BERT NSP [2, H]
+  bool causal_lm = false;                        // GPT-2 LM head, tied to the word embeddings
+};
+
+template <class T>
+struct TransformerParams {
+  EmbeddingParams<T> embeddings;
+  std::vector<BlockParams<T>> blocks;
+  HeadParams<T> heads;
+};
+
+}  // namespace darkbert

@@ -1,0 +1,620 @@
+#pragma once
+// The transformer: one definition for BERT, RoBERTa, DistilBERT (post-LN encoders) and GPT-2 (pre-LN,
+// causal), loaded from a Hugging Face checkpoint folder and run on a padded batch.
+//
+//   auto model = darkbert::Transformer<float>::load("bert-base-uncased/");
+//   auto out = model.forward(batch);            // every hidden state and per-head attention map
+//   out.attentions;                              // [layers, B, heads, L, L]
+//
+// The forward pass is a sequence of kernels from model/ops/ over a few preallocated buffers, with a hook
+// test at every named point (hooks/hook_point.hpp). Each kernel keeps its shapes in a comment; the same
+// code path is used for inference, analysis (hooks, policies) and, later, training.
+
+#include <cmath>       // std::sqrt, std::tanh
+#include <filesystem>  // std::filesystem::path
+#include <map>         // std::map
+#include <random>      // std::mt19937_64, std::normal_distribution
+#include <set>         // std::set
+#include <string>      // std::string
+#include <utility>     // std::pair
+#include <vector>      // std::vector
+
+#include <xtensor/xtensor.hpp>
+#include <xtensor/xview.hpp>
+
+#include "../core/error.hpp"
+#include "../core/matrix.hpp"
+#include "../hooks/hooks.hpp"
+#include "../hooks/masking_policy.hpp"
+#include "../io/checkpoint.hpp"
+#include "batch.hpp"
+#include "config.hpp"
+#include "ops/activation.hpp"
+#include "ops/attention.hpp"
+#include "ops/layer_norm.hpp"
+#include "ops/linear.hpp"
+#include "parameter_names.hpp"
+#include "parameters.hpp"
+
+namespace darkbert {
+
+// Which task heads a model has, for building one without a checkpoint (benchmarks, tests).
+struct HeadSpec {
+  bool pooler = false;
+  int classifier_labels = 0;  // 0 = no classifier
+  bool masked_lm = false;
+  bool next_sentence = false;
+};
+
+template <class T>
+struct ForwardOptions {
+  bool keep_hidden_states = true;  // hidden_states [layers+1, B, L, H]
+  bool keep_attentions = true;     // attentions [layers, B, heads, L, L]
+  bool compute_heads = true;       // pooler / classifier / NSP / LM logits when the model has them
+  bool token_logits = true;        // the [B, L, V] LM / MLM logits (the largest output)
+  // Compute MLM / LM logits only at these (batch, position) pairs, into `selected_logits` [P, V]
+  // (pretraining needs only the masked positions). Empty = all positions (if token_logits).
+  std::vector<std::pair<Index, Index>> logit_positions;
+  const HookRegistry<T>* hooks = nullptr;
+  const MaskingPolicies<T>* policies = nullptr;
+  // Prefix caching: start at block `start_layer` from the residual stream `start_hidden` [B, L, H]
+  // entering it (e.g. hidden_states[start_layer] of an earlier run of the same batch). Blocks below are
+  // not run; their hidden states and attentions are left zero in the result.
+  int start_layer = 0;
+  const T* start_hidden = nullptr;
+};
+
+template <class T>
+struct ForwardResult {
+  xt::xtensor<T, 4> hidden_states;      // [layers+1, B, L, H]; [0] = embeddings; GPT-2: last after ln_f
+  xt::xtensor<T, 5> attentions;         // [layers, B, heads, L, L]
+  xt::xtensor<T, 3> last_hidden_state;  // [B, L, H] (GPT-2: after ln_f)
+  xt::xtensor<T, 2> pooled;             // [B, H]        BERT/RoBERTa pooler
+  xt::xtensor<T, 2> sequence_logits;    // [B, labels]   sequence classification / regression
+  xt::xtensor<T, 3> token_logits;       // [B, L, V]     masked-LM or causal-LM logits
+  xt::xtensor<T, 2> selected_logits;    // [P, V]        logits at ForwardOptions::logit_positions
+  xt::xtensor<T, 2> next_sentence_logits;  // [B, 2]     BERT NSP
+
+  // The embedding block output = hidden_states[0], [B, L, H].
+  auto embeddings() const { return xt::view(hidden_states, 0); }
+};
+
+template <class T>
+class Transformer {
+ public:
+  using Scalar = T;
+
+  Transformer(ModelConfig config, TransformerParams<T> params)
+      : config_(std::move(config)), params_(std::move(params)) {}
+
+  // Loads config.json + model.safetensors (or a sharded index) from a Hugging Face folder.
+  static Transformer load(const std::filesystem::path& dir);
+
+  // A model of the given shape with seeded random weights (N(0, 0.02); LayerNorm 1 and 0).
+  static Transformer random(const ModelConfig& config, const HeadSpec& heads, std::uint64_t seed);
+
+  const ModelConfig& config() const { return config_; }
+  const TransformerParams<T>& params() const { return params_; }
+  TransformerParams<T>& params() { return params_; }
+  // Checkpoint tensors the model did not use (extra heads, unknown entries), for the caller to report.
+  const std::vector<std::string>& unused_tensors() const { return unused_; }
+
+  ForwardResult<T> forward(const Batch& batch, const ForwardOptions<T>& options = {}) const;
+
+ private:
+  struct Workspace;
+  void validate_batch(const Batch& batch) const;
+  void embed(const Batch& batch, T* out) const;
+  void block_forward(int layer, const Batch& batch, const T* in, T* out, T* attn, Workspace& ws,
+                     const ForwardOptions<T>& options) const;
+  void attention(int layer, const Batch& batch, T* attn, Workspace& ws, const ForwardOptions<T>& options) const;
+  void heads_forward(const Batch& batch, const T* last, ForwardResult<T>& result,
+                     const ForwardOptions<T>& options) const;
+  void run_hook(const ForwardOptions<T>& options, const Batch& batch, HookPoint point, int layer,
+                TensorView<T> view, int head_axis = -1) const {
+    if (!options.hooks || options.hooks->empty() || !options.hooks->active(point, layer)) return;
+    options.hooks->run(HookContext<T>{point, layer, -1, view, mask_.data(), batch.batch_size, batch.length,
+                                      config_.causal},
+                       head_axis);
+  }
+
+  ModelConfig config_;
+  TransformerParams<T> params_;
+  std::vector<std::string> unused_;
+  mutable std::vector<int> mask_;  // [B, L] attention mask of the batch being run (all ones if absent)
+};
+
+// ------------------------------------------------------------------------------------------ building
+
+namespace detail {
+
+// Allocates parameters of the right shapes for a config and a set of heads.
+template <class T>
+TransformerParams<T> allocate_params(const ModelConfig& c, const HeadSpec& spec) {
+  const Index H = c.hidden_size, I = c.intermediate_size;
+  TransformerParams<T> p;
+  p.embeddings.word = Matrix<T>::Zero(c.vocab_size, H);
+  p.embeddings.position = Matrix<T>::Zero(c.max_positions, H);
+  p.embeddings.token_type = Matrix<T>::Zero(c.type_vocab_size, H);
+  if (c.family != Family::gpt2) p.embeddings.norm = LayerNormParams<T>(H);
+  for (int l = 0; l < c.num_layers; ++l) {
+    BlockParams<T> b;
+    b.qkv = Linear<T>(H, 3 * H);
+    b.attn_out = Linear<T>(H, H);
+    b.attn_norm = LayerNormParams<T>(H);
+    b.mlp_in = Linear<T>(H, I);
+    b.mlp_out = Linear<T>(I, H);
+    b.mlp_norm = LayerNormParams<T>(H);
+    p.blocks.push_back(std::move(b));
+  }
+  auto& heads = p.heads;
+  if (c.family == Family::gpt2) {
+    heads.final_norm = LayerNormParams<T>(H);
+    heads.causal_lm = true;
+  }
+  if (spec.pooler) heads.pooler = Linear<T>(H, H);
+  if (spec.classifier_labels > 0) {
+    ClassifierParams<T> cls;
+    cls.out = Linear<T>(H, spec.classifier_labels);
+    if (c.family == Family::distilbert) {
+      cls.pre = Linear<T>(H, H);
+      cls.pre_activation = ClassifierActivation::relu;
+    } else if (c.family == Family::roberta) {
+      cls.pre = Linear<T>(H, H);
+      cls.pre_activation = ClassifierActivation::tanh;
+    } else {
+      cls.on_pooled = true;
+    }
+    heads.classifier = std::move(cls);
+  }
+  if (spec.masked_lm) heads.masked_lm = MaskedLmParams<T>{Linear<T>(H, H), LayerNormParams<T>(H), Vector<T>::Zero(c.vocab_size)};
+  if (spec.next_sentence) heads.next_sentence = Linear<T>(H, 2);
+  return p;
+}
+
+// Maps checkpoint names to canonical ones: strips the base-model prefix, renames legacy LayerNorm
+// gamma/beta, drops buffers and tied copies. Two names landing on one canonical name is an error.
+inline std::map<std::string, std::string> canonical_names(const CheckpointFolder& ckpt, Family family) {
+  const std::string prefix = base_prefix(family);
+  std::map<std::string, std::string> canonical;  // canonical -> name in the file
+  for (const auto& name : ckpt.tensor_names()) {
+    std::string c = name.rfind(prefix, 0) == 0 ? name.substr(prefix.size()) : name;
+    auto ends_with = [&](const std::string& s) { return c.size() >= s.size() && c.compare(c.size() - s.size(), s.size(), s) == 0; };
+    if (ends_with(".gamma")) c = c.substr(0, c.size() - 6) + ".weight";
+    else if (ends_with(".beta")) c = c.substr(0, c.size() - 5) + ".bias";
+    if (is_ignored_tensor(c, family)) continue;
+    const auto [it, inserted] = canonical.emplace(c, name);
+    if (!inserted)
+      fail(ckpt.directory().string(), ": tensors '", it->second, "' and '", name, "' both provide '", c, "'");
+  }
+  return canonical;
+}
+
+// Which heads a checkpoint carries, from the tensors present.
+inline HeadSpec detect_heads(const std::map<std::string, std::string>& names, const ModelConfig& c,
+                             const CheckpointFolder& ckpt) {
+  auto has = [&](const std::string& n) { return names.count(n) != 0; };
+  HeadSpec spec;
+  spec.pooler = has("pooler.dense.weight");
+  std::string classifier;
+  if (c.family == Family::roberta) {
+    if (has("classifier.out_proj.weight")) classifier = "classifier.out_proj.weight";
+    spec.masked_lm = has("lm_head.dense.weight");
+  } else if (c.family == Family::distilbert) {
+    if (has("classifier.weight")) classifier = "classifier.weight";
+    spec.masked_lm = has("vocab_transform.weight");
+  } else if (c.family == Family::bert) {
+    if (has("classifier.weight")) classifier = "classifier.weight";
+    spec.masked_lm = has("cls.predictions.transform.dense.weight");
+    spec.next_sentence = has("cls.seq_relationship.weight");
+  }
+  if (!classifier.empty()) {
+    const auto& info = ckpt.info(names.at(classifier));
+    if (info.shape.size() != 2) fail(ckpt.directory().string(), ": '", names.at(classifier), "' is not a matrix");
+    spec.classifier_labels = static_cast<int>(info.shape[0]);
+    if (!c.labels.empty() && static_cast<int>(c.labels.size()) != spec.classifier_labels)
+      fail(ckpt.directory().string(), ": config.json lists ", c.labels.size(), " labels (id2label) but '",
+           names.at(classifier), "' has ", spec.classifier_labels, " rows");
+  }
+  if (c.family == Family::bert && spec.classifier_labels > 0 && !spec.pooler)
+    fail(ckpt.directory().string(), ": a BERT classifier needs the pooler, but pooler.dense.weight is missing");
+  return spec;
+}
+
+}  // namespace detail
+
+template <class T>
+Transformer<T> Transformer<T>::load(const std::filesystem::path& dir) {
+  const auto config_path = dir / "config.json";
+  if (!std::filesystem::exists(config_path)) fail(dir.string(), ": no config.json");
+  ModelConfig config = ModelConfig::from_json_file(config_path);
+  CheckpointFolder ckpt(dir);
+  const auto names = detail::canonical_names(ckpt, config.family);
+  const HeadSpec spec = detail::detect_heads(names, config, ckpt);
+  if (spec.classifier_labels > 0 && config.labels.empty())
+    for (int i = 0; i < spec.classifier_labels; ++i) config.labels.push_back("LABEL_" + std::to_string(i));
+
+  Transformer model(config, detail::allocate_params<T>(config, spec));
+  std::set<std::string> used;
+  std::vector<T> staging;
+  for (const auto& slot : parameter_slots(model.params_, config)) {
+    const auto it = names.find(slot.name);
+    if (it == names.end())
+      fail(dir.string(), ": missing tensor '", slot.name, "' (also looked for '", base_prefix(config.family),
+           slot.name, "'", slot.name.find("LayerNorm.weight") != std::string::npos ? " and the legacy '.gamma'" : "",
+           ")");
+    const TensorInfo& info = ckpt.info(it->second);
+    if (info.shape != slot.shape)
+      fail(ckpt.file_of(it->second).path().string(), ": tensor '", it->second, "' has shape ",
+           shape_string(info.shape), " but config.json (", family_name(config.family), ", hidden ",
+           config.hidden_size, ", ", config.num_heads, " heads, intermediate ", config.intermediate_size,
+           ", vocab ", config.vocab_size, ") requires ", shape_string(slot.shape));
+    if (!slot.transposed) {
+      ckpt.read_as<T>(it->second, slot.data);
+    } else {
+      // Conv1D [in, out] -> our [out, in].
+      const Index rows = slot.shape[0], cols = slot.shape[1];
+      staging.resize(static_cast<std::size_t>(rows * cols));
+      ckpt.read_as<T>(it->second, staging.data());
+      MatrixMap<T>(slot.data, cols, rows) = ConstMatrixMap<T>(staging.data(), rows, cols).transpose();
+    }
+    used.insert(slot.name);
+  }
+  for (const auto& [canonical, actual] : names)
+    if (!used.count(canonical)) model.unused_.push_back(actual);
+  return model;
+}
+
+template <class T>
+Transformer<T> Transformer<T>::random(const ModelConfig& config, const HeadSpec& heads, std::uint64_t seed) {
+  config.validate("random model config");
+  Transformer model(config, detail::allocate_params<T>(config, heads));
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> normal(0.0, 0.02);
+  for (const auto& slot : parameter_slots(model.params_, config)) {
+    const bool is_norm_weight = slot.name.find("LayerNorm.weight") != std::string::npos ||
+                                slot.name.find("layer_norm.weight") != std::string::npos ||
+                                slot.name.find("ln_") != std::string::npos;
+    Index n = 1;
+    for (auto d : slot.shape) n *= d;
+    if (is_norm_weight && slot.name.size() > 7 && slot.name.compare(slot.name.size() - 7, 7, ".weight") == 0) {
+      std::fill(slot.data, slot.data + n, T(1));
+    } else if (slot.shape.size() == 1 && slot.name.find("bias") != std::string::npos) {
+      std::fill(slot.data, slot.data + n, T(0));
+    } else {
+      for (Index i = 0; i < n; ++i) slot.data[i] = static_cast<T>(normal(rng));
+    }
+  }
+  return model;
+}
+
+// ------------------------------------------------------------------------------------------ forward
+
+template <class T>
+struct Transformer<T>::Workspace {
+  Matrix<T> qkv;     // [N, 3H]
+  Matrix<T> ctx;     // [N, H]  per-head context, heads side by side
+  Matrix<T> proj;    // [N, H]  attention or MLP output projection
+  Matrix<T> mid;     // [N, H]  residual stream between attention and MLP
+  Matrix<T> normed;  // [N, H]  pre-LN input of attention / MLP
+  Matrix<T> mlp;     // [N, I]
+  std::vector<T> scores;  // [B, heads, L, L] when attention maps are not kept
+  Matrix<T> hidden_a, hidden_b;  // [N, H] ping-pong residual stream when hidden states are not kept
+
+  Workspace(const ModelConfig& c, Index N, Index B, Index L, bool need_scores, bool need_hidden) {
+    const Index H = c.hidden_size;
+    qkv.resize(N, 3 * H);
+    ctx.resize(N, H);
+    proj.resize(N, H);
+    mid.resize(N, H);
+    if (c.pre_layer_norm) normed.resize(N, H);
+    mlp.resize(N, c.intermediate_size);
+    if (need_scores) scores.resize(static_cast<std::size_t>(B * c.num_heads * L * L));
+    if (need_hidden) {
+      hidden_a.resize(N, H);
+      hidden_b.resize(N, H);
+    }
+  }
+};
+
+template <class T>
+void Transformer<T>::validate_batch(const Batch& batch) const {
+  batch.validate();
+  const auto& c = config_;
+  if (batch.length > c.max_sequence_length())
+    fail("input of length ", batch.length, " exceeds the model's max_position_embeddings (", c.max_positions,
+         c.position_offset() ? ", minus the RoBERTa position offset " + std::to_string(c.position_offset()) : "",
+         "): at most ", c.max_sequence_length(), " tokens; truncate the input (EncodeOptions::max_length)");
+  for (std::size_t i = 0; i < batch.input_ids.size(); ++i) {
+    const int id = batch.input_ids[i];
+    if (id < 0 || id >= c.vocab_size)
+      fail("input_ids[", i / batch.length, "][", i % batch.length, "] = ", id, " is outside the vocabulary [0, ",
+           c.vocab_size, ")");
+  }
+  for (std::size_t i = 0; i < batch.token_type_ids.size(); ++i) {
+    const int t = batch.token_type_ids[i];
+    const int types = std::max(c.type_vocab_size, 1);  // families without token types accept only 0
+    if (t < 0 || t >= types)
+      fail("token_type_ids[", i / batch.length, "][", i % batch.length, "] = ", t, " but the model has ", types,
+           " token type(s)");
+  }
+}
+
+// Embedding block: [B, L] ids -> [B, L, H].
+//   BERT/RoBERTa: LN(word[id] + position[pos] + token_type[type]);  DistilBERT: LN(word + position);
+//   GPT-2: wte[id] + wpe[pos].   RoBERTa positions: pad + 1 + (index among real tokens), padding -> pad.
+template <class T>
+void Transformer<T>::embed(const Batch& batch, T* out) const {
+  const auto& e = params_.embeddings;
+  const Index B = batch.batch_size, L = batch.length, H = config_.hidden_size;
+  const bool roberta = config_.family == Family::roberta;
+  const bool types = config_.type_vocab_size > 0;
+#pragma omp parallel for schedule(static)
+  for (Index b = 0; b < B; ++b) {
+    Index real_seen = 0;
+    for (Index i = 0; i < L; ++i) {
+      const int id = batch.id(b, i);
+      Index pos = i;
+      if (roberta) {
+        const bool real = id != config_.pad_token_id;
+        real_seen += real;
+        pos = real ? config_.pad_token_id + real_seen : config_.pad_token_id;
+      }
+      VectorMap<T> row(out + (b * L + i) * H, H);
+      row = e.word.row(id).transpose() + e.position.row(pos).transpose();
+      if (types) {
+        const int t = batch.token_type_ids.empty() ? 0 : batch.token_type_ids[static_cast<std::size_t>(b * L + i)];
+        row += e.token_type.row(t).transpose();
+      }
+    }
+  }
+  if (e.norm) ops::layer_norm_forward<T>(out, out, B * L, H, *e.norm, config_.layer_norm_eps);
+}
+
+// Attention of one layer: ws.qkv [N, 3H] -> attn [B, heads, L, L] (the pattern), ws.ctx [N, H].
+template <class T>
+void Transformer<T>::attention(int layer, const Batch& batch, T* attn, Workspace& ws,
+                               const ForwardOptions<T>& options) const {
+  const ops::AttentionShape shape{batch.batch_size, batch.length, config_.num_heads, config_.head_dim(),
+                                  config_.causal};
+  T scale = T(1) / std::sqrt(static_cast<T>(shape.head_dim));
+  if (config_.scale_by_inverse_layer_idx) scale /= static_cast<T>(layer + 1);
+  const Index pairs = shape.batch * shape.heads;
+  const T* qkv = ws.qkv.data();
+  const int* mask = mask_.data();
+  const bool hooked = options.hooks && !options.hooks->empty() &&
+                      (options.hooks->active(HookPoint::attn_scores, layer) ||
+                       options.hooks->active(HookPoint::pattern, layer));
+  const bool policed = options.policies && options.policies->affects_layer(layer);
+  const auto maps = TensorView<T>::contiguous(attn, {shape.batch, shape.heads, shape.length, shape.length});
+
+  if (!hooked && !policed) {
+    // The common path: each (b, h) pair goes scores -> softmax -> context while its map is in cache.
+#pragma omp parallel for schedule(dynamic)
+    for (Index p = 0; p < pairs; ++p) {
+      const Index b = p / shape.heads, h = p % shape.heads;
+      ops::attention_scores(qkv, mask, attn, shape, b, h, scale);
+      ops::attention_softmax(attn, shape, b, h);
+      ops::attention_context(qkv, attn, ws.ctx.data(), shape, b, h);
+    }
+    return;
+  }
+#pragma omp parallel for schedule(dynamic)
+  for (Index p = 0; p < pairs; ++p) ops::attention_scores(qkv, mask, attn, shape, p / shape.heads, p % shape.heads, scale);
+  run_hook(options, batch, HookPoint::attn_scores, layer, maps, 1);
+#pragma omp parallel for schedule(dynamic)
+  for (Index p = 0; p < pairs; ++p) ops::attention_softmax(attn, shape, p / shape.heads, p % shape.heads);
+  if (policed)
+    options.policies->apply(layer, attn, mask, shape.batch, static_cast<int>(shape.heads), shape.length, shape.causal);
+  run_hook(options, batch, HookPoint::pattern, layer, maps, 1);
+#pragma omp parallel for schedule(dynamic)
+  for (Index p = 0; p < pairs; ++p) ops::attention_context(qkv, attn, ws.ctx.data(), shape, p / shape.heads, p % shape.heads);
+}
+
+// One block: in [N, H] -> out [N, H] (out may not alias in), attention pattern into attn.
+//   post-LN (BERT):  mid = LN(in + W_O attn(in));        out = LN(mid + MLP(mid))
+//   pre-LN (GPT-2):  mid = in + W_O attn(LN_1(in));      out = mid + MLP(LN_2(mid))
+template <class T>
+void Transformer<T>::block_forward(int layer, const Batch& batch, const T* in, T* out, T* attn, Workspace& ws,
+                                   const ForwardOptions<T>& options) const {
+  const auto& blk = params_.blocks[static_cast<std::size_t>(layer)];
+  const Index B = batch.batch_size, L = batch.length, N = B * L, H = config_.hidden_size;
+  const Index I = config_.intermediate_size, nh = config_.num_heads, d = config_.head_dim();
+  const double eps = config_.layer_norm_eps;
+  const bool pre_ln = config_.pre_layer_norm;
+  auto residual_view = [&](const T* p) { return TensorView<T>::contiguous(const_cast<T*>(p), {B, L, H}); };
+
+  run_hook(options, batch, HookPoint::resid_pre, layer, residual_view(in));
+  const T* attn_in = in;
+  if (pre_ln) {
+    ops::layer_norm_forward<T>(in, ws.normed.data(), N, H, blk.attn_norm, eps);
+    attn_in = ws.normed.data();
+  }
+  ops::linear_forward<T>(attn_in, N, blk.qkv, ws.qkv.data());  // [N, H] -> [N, 3H]
+  for (int k = 0; k < 3; ++k) {
+    // [B, L, heads, d] views into the fused qkv buffer
+    TensorView<T> v;
+    v.data = ws.qkv.data() + k * H;
+    v.rank = 4;
+    v.shape = {B, L, nh, d};
+    v.strides = {L * 3 * H, 3 * H, d, 1};
+    run_hook(options, batch, k == 0 ? HookPoint::q : k == 1 ? HookPoint::k : HookPoint::v, layer, v, 2);
+  }
+  attention(layer, batch, attn, ws, options);
+  run_hook(options, batch, HookPoint::z, layer, TensorView<T>::contiguous(ws.ctx.data(), {B, L, nh, d}), 2);
+  ops::linear_forward<T>(ws.ctx.data(), N, blk.attn_out, ws.proj.data());  // [N, H] -> [N, H]
+  run_hook(options, batch, HookPoint::attn_out, layer, residual_view(ws.proj.data()));
+
+  const T* mlp_in = ws.mid.data();
+  if (pre_ln) {
+    // mid = in + attn_out; normed = LN_2(mid)
+    ops::add_layer_norm_forward<T>(ws.proj.data(), in, ws.mid.data(), ws.normed.data(), N, H, blk.mlp_norm, eps);
+    run_hook(options, batch, HookPoint::resid_mid, layer, residual_view(ws.mid.data()));
+    if (options.hooks && !options.hooks->empty() && options.hooks->active(HookPoint::resid_mid, layer))
+      ops::layer_norm_forward<T>(ws.mid.data(), ws.normed.data(), N, H, blk.mlp_norm, eps);  // hook changed mid
+    mlp_in = ws.normed.data();
+  } else {
+    ops::add_layer_norm_forward<T>(ws.proj.data(), in, nullptr, ws.mid.data(), N, H, blk.attn_norm, eps);
+    run_hook(options, batch, HookPoint::resid_mid, layer, residual_view(ws.mid.data()));
+  }
+  const Activation act = config_.activation;
+  ops::linear_forward<T>(mlp_in, N, blk.mlp_in, ws.mlp.data(), [act](T v) { return ops::activate(act, v); });
+  run_hook(options, batch, HookPoint::mlp_post, layer, TensorView<T>::contiguous(ws.mlp.data(), {B, L, I}));
+  ops::linear_forward<T>(ws.mlp.data(), N, blk.mlp_out, ws.proj.data());  // [N, I] -> [N, H]
+  run_hook(options, batch, HookPoint::mlp_out, layer, residual_view(ws.proj.data()));
+  if (pre_ln) {
+    const T* a = ws.mid.data();
+    const T* m = ws.proj.data();
+#pragma omp parallel for schedule(static)
+    for (Index i = 0; i < N * H; ++i) out[i] = a[i] + m[i];
+  } else {
+    ops::add_layer_norm_forward<T>(ws.proj.data(), ws.mid.data(), nullptr, out, N, H, blk.mlp_norm, eps);
+  }
+  run_hook(options, batch, HookPoint::resid_post, layer, residual_view(out));
+}
+
+template <class T>
+ForwardResult<T> Transformer<T>::forward(const Batch& batch, const ForwardOptions<T>& options) const {
+  validate_batch(batch);
+  const auto& c = config_;
+  const Index B = batch.batch_size, L = batch.length, N = B * L, H = c.hidden_size;
+  const int layers = c.num_layers;
+  if (options.start_layer < 0 || options.start_layer > layers)
+    fail("forward: start_layer ", options.start_layer, " outside [0, ", layers, "]");
+  if (options.start_layer > 0 && !options.start_hidden)
+    fail("forward: start_layer ", options.start_layer, " needs start_hidden (the residual stream entering it)");
+  if (options.policies) options.policies->validate(layers, c.num_heads);
+  mask_.assign(static_cast<std::size_t>(N), 1);
+  if (!batch.attention_mask.empty()) mask_ = batch.attention_mask;
+
+  ForwardResult<T> result;
+  if (options.keep_hidden_states) result.hidden_states = xt::xtensor<T, 4>::from_shape({size_t(layers + 1), size_t(B), size_t(L), size_t(H)});
+  if (options.keep_attentions) {
+    result.attentions = xt::xtensor<T, 5>::from_shape({size_t(layers), size_t(B), size_t(c.num_heads), size_t(L), size_t(L)});
+    if (options.start_layer > 0) std::fill(result.attentions.begin(), result.attentions.end(), T(0));
+  }
+  Workspace ws(c, N, B, L, !options.keep_attentions, !options.keep_hidden_states);
+
+  // The residual stream entering layer l: hidden_states[l] when kept, else a ping-pong buffer.
+  auto stream = [&](int l) -> T* {
+    if (options.keep_hidden_states) return result.hidden_states.data() + static_cast<Index>(l) * N * H;
+    return (l % 2 == 0 ? ws.hidden_a : ws.hidden_b).data();
+  };
+  if (options.start_layer == 0) {
+    embed(batch, stream(0));
+    run_hook(options, batch, HookPoint::embed, -1, TensorView<T>::contiguous(stream(0), {B, L, H}));
+  } else {
+    if (options.keep_hidden_states) std::fill(result.hidden_states.begin(), result.hidden_states.end(), T(0));
+    std::copy(options.start_hidden, options.start_hidden + N * H, stream(options.start_layer));
+  }
+  // GPT-2's last block output is not a listed hidden state (HF lists ln_f's output instead).
+  Matrix<T> last_block;
+  for (int l = options.start_layer; l < layers; ++l) {
+    T* attn = options.keep_attentions ? result.attentions.data() + static_cast<Index>(l) * B * c.num_heads * L * L
+                                      : ws.scores.data();
+    T* out = stream(l + 1);
+    if (c.pre_layer_norm && l == layers - 1) {
+      last_block.resize(N, H);
+      out = last_block.data();
+    }
+    block_forward(l, batch, stream(l), out, attn, ws, options);
+  }
+  const T* last = stream(layers);
+  if (c.pre_layer_norm) {
+    // ln_f(last block output) becomes the final listed hidden state (in place if no block ran).
+    const T* block_out = layers > options.start_layer ? last_block.data() : stream(layers);
+    T* normed = stream(layers);
+    ops::layer_norm_forward<T>(block_out, normed, N, H, *params_.heads.final_norm, c.layer_norm_eps);
+    run_hook(options, batch, HookPoint::ln_final, -1, TensorView<T>::contiguous(normed, {B, L, H}));
+    last = normed;
+  }
+  result.last_hidden_state = xt::xtensor<T, 3>::from_shape({size_t(B), size_t(L), size_t(H)});
+  std::copy(last, last + N * H, result.last_hidden_state.data());
+  if (options.compute_heads) heads_forward(batch, last, result, options);
+  return result;
+}
+
+// Task heads on the final hidden states last [N, H].
+template <class T>
+void Transformer<T>::heads_forward(const Batch& batch, const T* last, ForwardResult<T>& result,
+                                   const ForwardOptions<T>& options) const {
+  const auto& heads = params_.heads;
+  const auto& c = config_;
+  const Index B = batch.batch_size, L = batch.length, H = c.hidden_size, V = c.vocab_size;
+  // First token of every sequence: [B, H]
+  Matrix<T> first(B, H);
+  for (Index b = 0; b < B; ++b) first.row(b) = ConstMatrixMap<T>(last + b * L * H, 1, H);
+
+  Matrix<T> pooled;
+  if (heads.pooler) {
+    pooled.resize(B, H);
+    ops::linear_forward<T>(first.data(), B, *heads.pooler, pooled.data(), [](T v) { return std::tanh(v); });
+    result.pooled = xt::xtensor<T, 2>::from_shape({size_t(B), size_t(H)});
+    std::copy(pooled.data(), pooled.data() + B * H, result.pooled.data());
+  }
+  if (const auto& cls = heads.classifier) {
+    Matrix<T> input = cls->on_pooled ? pooled : first;
+    if (cls->pre) {
+      Matrix<T> hidden(B, cls->pre->out());
+      const auto kind = cls->pre_activation;
+      ops::linear_forward<T>(input.data(), B, *cls->pre, hidden.data(), [kind](T v) {
+        return kind == ClassifierActivation::tanh ? std::tanh(v) : kind == ClassifierActivation::relu ? (v > 0 ? v : T(0)) : v;
+      });
+      input = std::move(hidden);
+    }
+    const Index labels = cls->out.out();
+    result.sequence_logits = xt::xtensor<T, 2>::from_shape({size_t(B), size_t(labels)});
+    ops::linear_forward<T>(input.data(), B, cls->out, result.sequence_logits.data());
+  }
+  if (heads.next_sentence) {
+    result.next_sentence_logits = xt::xtensor<T, 2>::from_shape({size_t(B), size_t(2)});
+    ops::linear_forward<T>(pooled.data(), B, *heads.next_sentence, result.next_sentence_logits.data());
+  }
+
+  if (!heads.masked_lm && !heads.causal_lm) return;
+  const bool selected = !options.logit_positions.empty();
+  if (!selected && !options.token_logits) return;
+  // Rows to decode: all B*L positions, or the selected ones.
+  Matrix<T> rows;
+  if (selected) {
+    rows.resize(static_cast<Index>(options.logit_positions.size()), H);
+    for (std::size_t r = 0; r < options.logit_positions.size(); ++r) {
+      const auto [b, i] = options.logit_positions[r];
+      if (b < 0 || b >= B || i < 0 || i >= L)
+        fail("logit_positions[", r, "] = (", b, ", ", i, ") is outside the batch [", B, ", ", L, "]");
+      rows.row(static_cast<Index>(r)) = ConstMatrixMap<T>(last + (b * L + i) * H, 1, H);
+    }
+  }
+  const Index R = selected ? rows.rows() : B * L;
+  const T* decoder_in = selected ? rows.data() : last;
+  Matrix<T> transformed;
+  if (heads.masked_lm) {
+    const auto& mlm = heads.masked_lm;
+    // transform -> activation -> LayerNorm, then the tied decoder + bias
+    transformed.resize(R, H);
+    const Activation act = c.activation;
+    ops::linear_forward<T>(decoder_in, R, mlm->transform, transformed.data(), [act](T v) { return ops::activate(act, v); });
+    ops::layer_norm_forward<T>(transformed.data(), transformed.data(), R, H, mlm->norm, c.layer_norm_eps);
+    decoder_in = transformed.data();
+  }
+  T* logits;
+  if (selected) {
+    result.selected_logits = xt::xtensor<T, 2>::from_shape({size_t(R), size_t(V)});
+    logits = result.selected_logits.data();
+  } else {
+    result.token_logits = xt::xtensor<T, 3>::from_shape({size_t(B), size_t(L), size_t(V)});
+    logits = result.token_logits.data();
+  }
+  // [R, H] x [V, H]^T -> [R, V]
+  gemm<T>(Transpose::no, Transpose::yes, static_cast<int>(R), static_cast<int>(V), static_cast<int>(H), T(1),
+          decoder_in, static_cast<int>(H), params_.embeddings.word.data(), static_cast<int>(H), T(0), logits,
+          static_cast<int>(V));
+  if (heads.masked_lm) {
+    const T* bias = heads.masked_lm->decoder_bias.data();
+#pragma omp parallel for schedule(static)
+    for (Index r = 0; r < R; ++r)
+      for (Index v = 0; v < V; ++v) logits[r * V + v] += bias[v];
+  }
+}
+
+}  // namespace darkbert

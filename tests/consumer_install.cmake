@@ -1,0 +1,21 @@
+# Installs the build tree into a scratch prefix, then configures, builds and runs tests/consumer against it
+# with find_package(darkbert CONFIG REQUIRED).
+file(REMOVE_RECURSE "${OUT}")
+execute_process(COMMAND ${CMAKE_COMMAND} --install "${BUILD}" --prefix "${OUT}/prefix" RESULT_VARIABLE rc OUTPUT_QUIET)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "cmake --install failed")
+endif()
+execute_process(COMMAND ${CMAKE_COMMAND} -S "${SOURCE}/tests/consumer" -B "${OUT}/build" -DCMAKE_BUILD_TYPE=Release
+                "-DCMAKE_PREFIX_PATH=${OUT}/prefix" RESULT_VARIABLE rc OUTPUT_VARIABLE log ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "configuring the consumer against the installed darkbert failed:\n${log}\n${err}")
+endif()
+execute_process(COMMAND ${CMAKE_COMMAND} --build "${OUT}/build" RESULT_VARIABLE rc OUTPUT_VARIABLE log ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "building the consumer failed:\n${log}\n${err}")
+endif()
+execute_process(COMMAND "${OUT}/build/consumer" "${SHARED}/golden" RESULT_VARIABLE rc OUTPUT_VARIABLE log ERROR_VARIABLE err)
+message(STATUS "${log}")
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "the consumer's forward pass disagreed with the golden output:\n${log}\n${err}")
+endif()
