@@ -160,8 +160,9 @@ class HookRegistry {
 
   [[nodiscard]] HookHandle add(HookFilter filter, Function fn) {
     if (!fn) fail("HookRegistry::add: empty hook function");
-    if (!filter.pattern.empty() && filter.pattern.find("hook_") == std::string::npos)
-      fail("HookRegistry::add: pattern \"", filter.pattern, "\" can never match a hook name (names contain \"hook_\")");
+    // A pattern without '*' must be an exact hook name; catches typos that would silently never fire.
+    if (!filter.pattern.empty() && filter.pattern.find('*') == std::string::npos && !parse_hook_name(filter.pattern))
+      fail("HookRegistry::add: \"", filter.pattern, "\" is not a hook name (e.g. blocks.3.attn.hook_pattern) and has no '*'");
     const std::uint64_t id = next_id_++;
     entries_.push_back({id, std::move(filter), std::move(fn)});
     return HookHandle([this, id] {

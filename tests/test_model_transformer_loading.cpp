@@ -1,0 +1,183 @@
+// Loading checkpoints: name variants, sharding, and every bad-input error path of the loader and forward.
+#include <doctest/doctest.h>
+
+#include <filesystem>  // std::filesystem
+#include <fstream>     // std::ofstream
+
+#include "darkbert/model/case_file.hpp"
+#include "test_support.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using darkbert::test::golden_dir;
+using Model = darkbert::Transformer<float>;
+
+std::string load_error(const fs::path& dir) {
+  try {
+    Model::load(dir);
+  } catch (const darkbert::error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// Copies a golden model folder into a scratch dir for editing.
+fs::path copy_model(const std::string& model, const std::string& scratch) {
+  const auto dir = darkbert::test::scratch_dir(scratch);
+  fs::copy(golden_dir() / "models" / model, dir, fs::copy_options::recursive);
+  for (const auto& e : fs::directory_iterator(dir)) fs::permissions(e.path(), fs::perms::owner_write, fs::perm_options::add);
+  return dir;
+}
+
+void write_text(const fs::path& path, const std::string& text) { std::ofstream(path) << text; }
+
+// Rewrites a safetensors file keeping only tensors accepted by `keep`.
+template <class Keep>
+void filter_tensors(const fs::path& path, Keep keep) {
+  std::map<std::string, darkbert::TensorBytes> tensors;
+  {
+    darkbert::SafetensorsFile file(path);
+    for (const auto& info : file.tensors()) {
+      if (!keep(info.name)) continue;
+      darkbert::TensorBytes t{info.dtype, info.shape, {}};
+      t.bytes.assign(file.raw(info), file.raw(info) + (info.end - info.begin));
+      tensors[info.name] = std::move(t);
+    }
+  }
+  darkbert::write_safetensors(path, tensors);
+}
+
+}  // namespace
+
+TEST_CASE("name variants load to identical parameters") {
+  const auto plain = Model::load(golden_dir() / "models" / "bert_model");
+  for (const char* variant : {"bert_model_prefixed", "bert_model_legacy_names"}) {
+    const auto other = Model::load(golden_dir() / "models" / variant);
+    CHECK(other.params().blocks[1].qkv.weight == plain.params().blocks[1].qkv.weight);
+    CHECK(other.params().blocks[2].mlp_norm.weight == plain.params().blocks[2].mlp_norm.weight);
+    CHECK(other.params().embeddings.norm->bias == plain.params().embeddings.norm->bias);
+  }
+  const auto gpt = Model::load(golden_dir() / "models" / "gpt2_lm");
+  const auto gpt_buffers = Model::load(golden_dir() / "models" / "gpt2_lm_buffers");
+  CHECK(gpt.params().blocks[0].qkv.weight == gpt_buffers.params().blocks[0].qkv.weight);
+  CHECK(gpt.params().blocks[0].qkv.bias == gpt_buffers.params().blocks[0].qkv.bias);  // .attn.c_attn.bias, not .attn.bias
+  CHECK(gpt_buffers.unused_tensors().empty());
+  const auto sharded = Model::load(golden_dir() / "models" / "bert_seqcls3_sharded");
+  const auto single = Model::load(golden_dir() / "models" / "bert_seqcls3");
+  CHECK(sharded.params().heads.classifier->out.weight == single.params().heads.classifier->out.weight);
+}
+
+TEST_CASE("heads are detected from the tensors present") {
+  const auto pre = Model::load(golden_dir() / "models" / "bert_pretraining");
+  CHECK(pre.params().heads.masked_lm.has_value());
+  CHECK(pre.params().heads.next_sentence.has_value());
+  const auto reg = Model::load(golden_dir() / "models" / "bert_seqreg");
+  CHECK(reg.params().heads.classifier->out.out() == 1);
+  const auto distil = Model::load(golden_dir() / "models" / "distilbert_seqcls");
+  CHECK(distil.config().labels == std::vector<std::string>{"NEGATIVE", "POSITIVE"});
+  CHECK(distil.params().heads.classifier->pre.has_value());
+}
+
+TEST_CASE("bad checkpoints are rejected with the file, tensor and problem named") {
+  SUBCASE("missing folder") { CHECK(load_error("/nonexistent/model").find("/nonexistent/model") != std::string::npos); }
+  SUBCASE("unknown model_type") {
+    const auto dir = copy_model("bert_model", "load_model_type");
+    write_text(dir / "config.json", R"({"model_type": "llama", "vocab_size": 99})");
+    const auto e = load_error(dir);
+    CHECK(e.find("config.json: unknown model_type \"llama\"") != std::string::npos);
+  }
+  SUBCASE("malformed config.json") {
+    const auto dir = copy_model("bert_model", "load_bad_config");
+    write_text(dir / "config.json", R"({"model_type": "bert", )");
+    CHECK(load_error(dir).find("config.json: malformed JSON") != std::string::npos);
+  }
+  SUBCASE("tensor shape disagreeing with config.json") {
+    const auto dir = copy_model("bert_model", "load_shape");
+    auto config = darkbert::read_json_file(dir / "config.json");
+    config["intermediate_size"] = 38;
+    write_text(dir / "config.json", config.dump());
+    const auto e = load_error(dir);
+    CHECK(e.find("tensor 'encoder.layer.0.intermediate.dense.weight' has shape [37, 32]") != std::string::npos);
+    CHECK(e.find("requires [38, 32]") != std::string::npos);
+  }
+  SUBCASE("hidden size not divisible by heads") {
+    const auto dir = copy_model("bert_model", "load_heads");
+    auto config = darkbert::read_json_file(dir / "config.json");
+    config["num_attention_heads"] = 5;
+    write_text(dir / "config.json", config.dump());
+    CHECK(load_error(dir).find("not divisible") != std::string::npos);
+  }
+  SUBCASE("missing tensor") {
+    const auto dir = copy_model("bert_model", "load_missing");
+    filter_tensors(dir / "model.safetensors", [](const std::string& n) { return n != "encoder.layer.1.attention.self.key.bias"; });
+    const auto e = load_error(dir);
+    CHECK(e.find("missing tensor 'encoder.layer.1.attention.self.key.bias'") != std::string::npos);
+  }
+  SUBCASE("no weights file") {
+    const auto dir = copy_model("bert_model", "load_noweights");
+    fs::remove(dir / "model.safetensors");
+    CHECK(load_error(dir).find("neither model.safetensors nor model.safetensors.index.json") != std::string::npos);
+  }
+  SUBCASE("shard index naming a tensor its shard lacks") {
+    const auto dir = copy_model("bert_seqcls3_sharded", "load_shard");
+    auto index = darkbert::read_json_file(dir / "model.safetensors.index.json");
+    index["weight_map"]["bert.made.up"] = index["weight_map"].begin().value();
+    write_text(dir / "model.safetensors.index.json", index.dump());
+    CHECK(load_error(dir).find("weight_map puts 'bert.made.up'") != std::string::npos);
+  }
+  SUBCASE("classifier rows disagreeing with id2label") {
+    const auto dir = copy_model("bert_seqcls3", "load_labels");
+    auto config = darkbert::read_json_file(dir / "config.json");
+    config["id2label"] = {{"0", "a"}, {"1", "b"}};
+    write_text(dir / "config.json", config.dump());
+    CHECK(load_error(dir).find("lists 2 labels (id2label) but 'classifier.weight' has 3 rows") != std::string::npos);
+  }
+}
+
+TEST_CASE("bad inputs to forward are rejected") {
+  const auto model = Model::load(golden_dir() / "models" / "bert_model");  // 40 positions, vocab 99, 2 types
+  auto forward_error = [&](const darkbert::Batch& b) {
+    try {
+      model.forward(b);
+    } catch (const darkbert::error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  const auto ok = darkbert::Batch::from_rows({{2, 5, 7}});
+  CHECK(forward_error(ok).empty());
+  CHECK(forward_error(darkbert::Batch::from_rows({std::vector<int>(41, 5)})).find("exceeds the model's max_position_embeddings (40)") != std::string::npos);
+  CHECK(forward_error(darkbert::Batch::from_rows({{2, 99, 7}})).find("input_ids[0][1] = 99 is outside the vocabulary [0, 99)") != std::string::npos);
+  CHECK(forward_error(darkbert::Batch::from_rows({{2, 5}}, 0, {{0, 2}})).find("token_type_ids[0][1] = 2") != std::string::npos);
+  auto bad_mask = ok;
+  bad_mask.attention_mask = {1, 2, 1};
+  CHECK(forward_error(bad_mask).find("attention_mask values must be 0 or 1") != std::string::npos);
+  auto short_ids = ok;
+  short_ids.input_ids.pop_back();
+  CHECK(forward_error(short_ids).find("input_ids has 2 entries, expected B*L = 3") != std::string::npos);
+
+  const auto roberta = Model::load(golden_dir() / "models" / "roberta_model");  // 42 positions, offset 2
+  CHECK(roberta.config().max_sequence_length() == 40);
+  CHECK_THROWS_WITH_AS(roberta.forward(darkbert::Batch::from_rows({std::vector<int>(41, 5)})),
+                       doctest::Contains("RoBERTa position offset"), darkbert::error);
+}
+
+TEST_CASE("MLM logits at chosen positions equal the full logits there") {
+  const auto cases = darkbert::CaseFile::read(golden_dir() / "cases" / "bert_pretraining.json");
+  const auto model = darkbert::Transformer<double>::load(cases.model_dir);
+  const auto& batch = cases.cases.front().batch;
+  const auto full = model.forward(batch);
+  darkbert::ForwardOptions<double> options;
+  options.logit_positions = {{0, 1}, {1, 3}, {0, 0}};
+  const auto some = model.forward(batch, options);
+  REQUIRE(some.selected_logits.shape()[0] == 3);
+  CHECK(some.token_logits.size() == 0);
+  for (std::size_t r = 0; r < 3; ++r) {
+    const auto [b, i] = options.logit_positions[r];
+    for (int v = 0; v < model.config().vocab_size; ++v)
+      CHECK(some.selected_logits(r, v) == doctest::Approx(full.token_logits(b, i, v)).epsilon(1e-12));
+  }
+  options.logit_positions = {{0, 999}};
+  CHECK_THROWS_WITH_AS(model.forward(batch, options), doctest::Contains("logit_positions[0]"), darkbert::error);
+}
