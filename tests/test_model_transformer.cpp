@@ -79,3 +79,47 @@ TEST_CASE("disabling nothing is bit-identical to no policy at all") {
   CHECK(a.attentions == b.attentions);
   CHECK(a.hidden_states == b.hidden_states);
 }
+
+TEST_CASE("the same input gives bit-identical output on every run, also into a reused result") {
+  for (const char* name : {"bert_model.json", "gpt2_lm.json", "bert_pretraining.json"}) {
+    const auto cases = darkbert::CaseFile::read(golden_dir() / "cases" / name);
+    const auto model = darkbert::Transformer<float>::load(cases.model_dir);
+    darkbert::ForwardResult<float> reused;
+    for (const auto& c : cases.cases) {
+      const auto policies = c.policies<float>();
+      const auto fresh = model.forward(c.batch, {.policies = &policies});
+      model.forward_into(c.batch, {.policies = &policies}, reused);
+      CHECK(fresh.attentions == reused.attentions);
+      CHECK(fresh.hidden_states == reused.hidden_states);
+      CHECK(fresh.token_logits == reused.token_logits);
+      CHECK(model.forward(c.batch, {.policies = &policies}).attentions == fresh.attentions);
+    }
+    // Outputs a later call does not compute are emptied, not left stale.
+    darkbert::ForwardOptions<float> lean;
+    lean.keep_attentions = false;
+    lean.compute_heads = false;
+    model.forward_into(cases.cases.front().batch, lean, reused);
+    CHECK(reused.attentions.size() == 0);
+    CHECK(reused.token_logits.size() == 0);
+    CHECK(reused.pooled.size() == 0);
+    CHECK(reused.last_hidden_state == model.forward(cases.cases.front().batch).last_hidden_state);
+  }
+}
+
+TEST_CASE("prefix caching: starting at layer l from hidden_states[l] reproduces the full run") {
+  for (const char* name : {"bert_seqcls3.json", "gpt2_lm.json"}) {
+    const auto cases = darkbert::CaseFile::read(golden_dir() / "cases" / name);
+    const auto model = darkbert::Transformer<double>::load(cases.model_dir);
+    const auto& batch = cases.cases.front().batch;
+    const auto full = model.forward(batch);
+    // hidden_states[l] is the stream entering block l; for GPT-2 the last entry is after ln_f, not a stream.
+    const int last = model.config().pre_layer_norm ? model.config().num_layers - 1 : model.config().num_layers;
+    for (int l = 0; l <= last; ++l) {
+      const auto prefix = xt::xarray<double>(xt::view(full.hidden_states, l));
+      const auto resumed = model.forward(batch, {.start_layer = l, .start_hidden = prefix.data()});
+      CHECK(resumed.last_hidden_state == full.last_hidden_state);
+      CHECK(resumed.sequence_logits == full.sequence_logits);
+      CHECK(resumed.token_logits == full.token_logits);
+    }
+  }
+}

@@ -24,6 +24,7 @@
 
 #include "../core/error.hpp"
 #include "../core/matrix.hpp"
+#include "../core/tensor.hpp"
 #include "../hooks/hooks.hpp"
 #include "../hooks/masking_policy.hpp"
 #include "../io/checkpoint.hpp"
@@ -59,24 +60,66 @@ struct ForwardOptions {
   const MaskingPolicies<T>* policies = nullptr;
   // Prefix caching: start at block `start_layer` from the residual stream `start_hidden` [B, L, H]
   // entering it (e.g. hidden_states[start_layer] of an earlier run of the same batch). Blocks below are
-  // not run; their hidden states and attentions are left zero in the result.
+  // not run; their hidden states and attentions are left zero in the result. (For GPT-2 the last listed
+  // hidden state is after ln_f, so resuming at start_layer == num_layers needs the raw block output.)
   int start_layer = 0;
   const T* start_hidden = nullptr;
 };
 
+namespace detail {
+// Buffers of one forward pass, kept in ForwardResult so that running again into the same result object
+// allocates nothing (and touches no fresh pages).
+template <class T>
+struct ForwardScratch {
+  Matrix<T> qkv;     // [N, 3H]
+  Matrix<T> ctx;     // [N, H]  per-head context, heads side by side
+  Matrix<T> proj;    // [N, H]  attention or MLP output projection
+  Matrix<T> mid;     // [N, H]  residual stream between attention and MLP
+  Matrix<T> normed;  // [N, H]  pre-LN input of attention / MLP
+  Matrix<T> mlp;     // [N, I]
+  Matrix<T> last_block;          // [N, H] GPT-2: output of the last block, before ln_f
+  std::vector<T> scores;         // [B, heads, L, L] when attention maps are not kept
+  Matrix<T> hidden_a, hidden_b;  // [N, H] ping-pong residual stream when hidden states are not kept
+  std::vector<int> mask;         // [B, L] attention mask (all ones if the batch has none)
+
+  void prepare(const ModelConfig& c, Index N, Index B, Index L, bool need_scores, bool need_hidden) {
+    const Index H = c.hidden_size;
+    auto fit = [](Matrix<T>& m, Index rows, Index cols) {
+      if (m.rows() != rows || m.cols() != cols) m.resize(rows, cols);
+    };
+    fit(qkv, N, 3 * H);
+    fit(ctx, N, H);
+    fit(proj, N, H);
+    fit(mid, N, H);
+    fit(mlp, N, c.intermediate_size);
+    if (c.pre_layer_norm) {
+      fit(normed, N, H);
+      fit(last_block, N, H);
+    }
+    if (need_scores) scores.resize(static_cast<std::size_t>(B * c.num_heads * L * L));
+    if (need_hidden) {
+      fit(hidden_a, N, H);
+      fit(hidden_b, N, H);
+    }
+  }
+};
+}  // namespace detail
+
 template <class T>
 struct ForwardResult {
-  xt::xtensor<T, 4> hidden_states;      // [layers+1, B, L, H]; [0] = embeddings; GPT-2: last after ln_f
-  xt::xtensor<T, 5> attentions;         // [layers, B, heads, L, L]
-  xt::xtensor<T, 3> last_hidden_state;  // [B, L, H] (GPT-2: after ln_f)
-  xt::xtensor<T, 2> pooled;             // [B, H]        BERT/RoBERTa pooler
-  xt::xtensor<T, 2> sequence_logits;    // [B, labels]   sequence classification / regression
-  xt::xtensor<T, 3> token_logits;       // [B, L, V]     masked-LM or causal-LM logits
-  xt::xtensor<T, 2> selected_logits;    // [P, V]        logits at ForwardOptions::logit_positions
-  xt::xtensor<T, 2> next_sentence_logits;  // [B, 2]     BERT NSP
+  Tensor<T, 4> hidden_states;      // [layers+1, B, L, H]; [0] = embeddings; GPT-2: last after ln_f
+  Tensor<T, 5> attentions;         // [layers, B, heads, L, L]
+  Tensor<T, 3> last_hidden_state;  // [B, L, H] (GPT-2: after ln_f)
+  Tensor<T, 2> pooled;             // [B, H]        BERT/RoBERTa pooler
+  Tensor<T, 2> sequence_logits;    // [B, labels]   sequence classification / regression
+  Tensor<T, 3> token_logits;       // [B, L, V]     masked-LM or causal-LM logits
+  Tensor<T, 2> selected_logits;    // [P, V]        logits at ForwardOptions::logit_positions
+  Tensor<T, 2> next_sentence_logits;  // [B, 2]     BERT NSP
 
   // The embedding block output = hidden_states[0], [B, L, H].
   auto embeddings() const { return xt::view(hidden_states, 0); }
+
+  detail::ForwardScratch<T> scratch;  // reused by forward_into; not part of the results
 };
 
 template <class T>
@@ -99,10 +142,16 @@ class Transformer {
   // Checkpoint tensors the model did not use (extra heads, unknown entries), for the caller to report.
   const std::vector<std::string>& unused_tensors() const { return unused_; }
 
-  ForwardResult<T> forward(const Batch& batch, const ForwardOptions<T>& options = {}) const;
+  ForwardResult<T> forward(const Batch& batch, const ForwardOptions<T>& options = {}) const {
+    ForwardResult<T> result;
+    forward_into(batch, options, result);
+    return result;
+  }
+  // Same, reusing the buffers of `result` from an earlier call (no allocation when shapes repeat).
+  void forward_into(const Batch& batch, const ForwardOptions<T>& options, ForwardResult<T>& result) const;
 
  private:
-  struct Workspace;
+  using Workspace = detail::ForwardScratch<T>;
   void validate_batch(const Batch& batch) const;
   void embed(const Batch& batch, T* out) const;
   void block_forward(int layer, const Batch& batch, const T* in, T* out, T* attn, Workspace& ws,
@@ -110,18 +159,16 @@ class Transformer {
   void attention(int layer, const Batch& batch, T* attn, Workspace& ws, const ForwardOptions<T>& options) const;
   void heads_forward(const Batch& batch, const T* last, ForwardResult<T>& result,
                      const ForwardOptions<T>& options) const;
-  void run_hook(const ForwardOptions<T>& options, const Batch& batch, HookPoint point, int layer,
-                TensorView<T> view, int head_axis = -1) const {
+  void run_hook(const ForwardOptions<T>& options, const Batch& batch, const int* batch_mask, HookPoint point,
+                int layer, TensorView<T> view, int head_axis = -1) const {
     if (!options.hooks || options.hooks->empty() || !options.hooks->active(point, layer)) return;
-    options.hooks->run(HookContext<T>{point, layer, -1, view, mask_.data(), batch.batch_size, batch.length,
-                                      config_.causal},
+    options.hooks->run(HookContext<T>{point, layer, -1, view, batch_mask, batch.batch_size, batch.length, config_.causal},
                        head_axis);
   }
 
   ModelConfig config_;
   TransformerParams<T> params_;
   std::vector<std::string> unused_;
-  mutable std::vector<int> mask_;  // [B, L] attention mask of the batch being run (all ones if absent)
 };
 
 // ------------------------------------------------------------------------------------------ building
@@ -290,32 +337,6 @@ Transformer<T> Transformer<T>::random(const ModelConfig& config, const HeadSpec&
 
 // ------------------------------------------------------------------------------------------ forward
 
-template <class T>
-struct Transformer<T>::Workspace {
-  Matrix<T> qkv;     // [N, 3H]
-  Matrix<T> ctx;     // [N, H]  per-head context, heads side by side
-  Matrix<T> proj;    // [N, H]  attention or MLP output projection
-  Matrix<T> mid;     // [N, H]  residual stream between attention and MLP
-  Matrix<T> normed;  // [N, H]  pre-LN input of attention / MLP
-  Matrix<T> mlp;     // [N, I]
-  std::vector<T> scores;  // [B, heads, L, L] when attention maps are not kept
-  Matrix<T> hidden_a, hidden_b;  // [N, H] ping-pong residual stream when hidden states are not kept
-
-  Workspace(const ModelConfig& c, Index N, Index B, Index L, bool need_scores, bool need_hidden) {
-    const Index H = c.hidden_size;
-    qkv.resize(N, 3 * H);
-    ctx.resize(N, H);
-    proj.resize(N, H);
-    mid.resize(N, H);
-    if (c.pre_layer_norm) normed.resize(N, H);
-    mlp.resize(N, c.intermediate_size);
-    if (need_scores) scores.resize(static_cast<std::size_t>(B * c.num_heads * L * L));
-    if (need_hidden) {
-      hidden_a.resize(N, H);
-      hidden_b.resize(N, H);
-    }
-  }
-};
 
 template <class T>
 void Transformer<T>::validate_batch(const Batch& batch) const {
@@ -381,7 +402,7 @@ void Transformer<T>::attention(int layer, const Batch& batch, T* attn, Workspace
   if (config_.scale_by_inverse_layer_idx) scale /= static_cast<T>(layer + 1);
   const Index pairs = shape.batch * shape.heads;
   const T* qkv = ws.qkv.data();
-  const int* mask = mask_.data();
+  const int* mask = ws.mask.data();
   const bool hooked = options.hooks && !options.hooks->empty() &&
                       (options.hooks->active(HookPoint::attn_scores, layer) ||
                        options.hooks->active(HookPoint::pattern, layer));
@@ -401,12 +422,12 @@ void Transformer<T>::attention(int layer, const Batch& batch, T* attn, Workspace
   }
 #pragma omp parallel for schedule(dynamic)
   for (Index p = 0; p < pairs; ++p) ops::attention_scores(qkv, mask, attn, shape, p / shape.heads, p % shape.heads, scale);
-  run_hook(options, batch, HookPoint::attn_scores, layer, maps, 1);
+  run_hook(options, batch, ws.mask.data(), HookPoint::attn_scores, layer, maps, 1);
 #pragma omp parallel for schedule(dynamic)
   for (Index p = 0; p < pairs; ++p) ops::attention_softmax(attn, shape, p / shape.heads, p % shape.heads);
   if (policed)
     options.policies->apply(layer, attn, mask, shape.batch, static_cast<int>(shape.heads), shape.length, shape.causal);
-  run_hook(options, batch, HookPoint::pattern, layer, maps, 1);
+  run_hook(options, batch, ws.mask.data(), HookPoint::pattern, layer, maps, 1);
 #pragma omp parallel for schedule(dynamic)
   for (Index p = 0; p < pairs; ++p) ops::attention_context(qkv, attn, ws.ctx.data(), shape, p / shape.heads, p % shape.heads);
 }
@@ -424,7 +445,7 @@ void Transformer<T>::block_forward(int layer, const Batch& batch, const T* in, T
   const bool pre_ln = config_.pre_layer_norm;
   auto residual_view = [&](const T* p) { return TensorView<T>::contiguous(const_cast<T*>(p), {B, L, H}); };
 
-  run_hook(options, batch, HookPoint::resid_pre, layer, residual_view(in));
+  run_hook(options, batch, ws.mask.data(), HookPoint::resid_pre, layer, residual_view(in));
   const T* attn_in = in;
   if (pre_ln) {
     ops::layer_norm_forward<T>(in, ws.normed.data(), N, H, blk.attn_norm, eps);
@@ -438,30 +459,29 @@ void Transformer<T>::block_forward(int layer, const Batch& batch, const T* in, T
     v.rank = 4;
     v.shape = {B, L, nh, d};
     v.strides = {L * 3 * H, 3 * H, d, 1};
-    run_hook(options, batch, k == 0 ? HookPoint::q : k == 1 ? HookPoint::k : HookPoint::v, layer, v, 2);
+    run_hook(options, batch, ws.mask.data(), k == 0 ? HookPoint::q : k == 1 ? HookPoint::k : HookPoint::v, layer, v, 2);
   }
   attention(layer, batch, attn, ws, options);
-  run_hook(options, batch, HookPoint::z, layer, TensorView<T>::contiguous(ws.ctx.data(), {B, L, nh, d}), 2);
+  run_hook(options, batch, ws.mask.data(), HookPoint::z, layer, TensorView<T>::contiguous(ws.ctx.data(), {B, L, nh, d}), 2);
   ops::linear_forward<T>(ws.ctx.data(), N, blk.attn_out, ws.proj.data());  // [N, H] -> [N, H]
-  run_hook(options, batch, HookPoint::attn_out, layer, residual_view(ws.proj.data()));
+  run_hook(options, batch, ws.mask.data(), HookPoint::attn_out, layer, residual_view(ws.proj.data()));
 
   const T* mlp_in = ws.mid.data();
   if (pre_ln) {
     // mid = in + attn_out; normed = LN_2(mid)
     ops::add_layer_norm_forward<T>(ws.proj.data(), in, ws.mid.data(), ws.normed.data(), N, H, blk.mlp_norm, eps);
-    run_hook(options, batch, HookPoint::resid_mid, layer, residual_view(ws.mid.data()));
+    run_hook(options, batch, ws.mask.data(), HookPoint::resid_mid, layer, residual_view(ws.mid.data()));
     if (options.hooks && !options.hooks->empty() && options.hooks->active(HookPoint::resid_mid, layer))
       ops::layer_norm_forward<T>(ws.mid.data(), ws.normed.data(), N, H, blk.mlp_norm, eps);  // hook changed mid
     mlp_in = ws.normed.data();
   } else {
     ops::add_layer_norm_forward<T>(ws.proj.data(), in, nullptr, ws.mid.data(), N, H, blk.attn_norm, eps);
-    run_hook(options, batch, HookPoint::resid_mid, layer, residual_view(ws.mid.data()));
+    run_hook(options, batch, ws.mask.data(), HookPoint::resid_mid, layer, residual_view(ws.mid.data()));
   }
-  const Activation act = config_.activation;
-  ops::linear_forward<T>(mlp_in, N, blk.mlp_in, ws.mlp.data(), [act](T v) { return ops::activate(act, v); });
-  run_hook(options, batch, HookPoint::mlp_post, layer, TensorView<T>::contiguous(ws.mlp.data(), {B, L, I}));
+  ops::linear_forward<T>(mlp_in, N, blk.mlp_in, ws.mlp.data(), ops::epilogue_for(config_.activation));  // [N, H] -> [N, I]
+  run_hook(options, batch, ws.mask.data(), HookPoint::mlp_post, layer, TensorView<T>::contiguous(ws.mlp.data(), {B, L, I}));
   ops::linear_forward<T>(ws.mlp.data(), N, blk.mlp_out, ws.proj.data());  // [N, I] -> [N, H]
-  run_hook(options, batch, HookPoint::mlp_out, layer, residual_view(ws.proj.data()));
+  run_hook(options, batch, ws.mask.data(), HookPoint::mlp_out, layer, residual_view(ws.proj.data()));
   if (pre_ln) {
     const T* a = ws.mid.data();
     const T* m = ws.proj.data();
@@ -470,11 +490,11 @@ void Transformer<T>::block_forward(int layer, const Batch& batch, const T* in, T
   } else {
     ops::add_layer_norm_forward<T>(ws.proj.data(), ws.mid.data(), nullptr, out, N, H, blk.mlp_norm, eps);
   }
-  run_hook(options, batch, HookPoint::resid_post, layer, residual_view(out));
+  run_hook(options, batch, ws.mask.data(), HookPoint::resid_post, layer, residual_view(out));
 }
 
 template <class T>
-ForwardResult<T> Transformer<T>::forward(const Batch& batch, const ForwardOptions<T>& options) const {
+void Transformer<T>::forward_into(const Batch& batch, const ForwardOptions<T>& options, ForwardResult<T>& result) const {
   validate_batch(batch);
   const auto& c = config_;
   const Index B = batch.batch_size, L = batch.length, N = B * L, H = c.hidden_size;
@@ -484,16 +504,20 @@ ForwardResult<T> Transformer<T>::forward(const Batch& batch, const ForwardOption
   if (options.start_layer > 0 && !options.start_hidden)
     fail("forward: start_layer ", options.start_layer, " needs start_hidden (the residual stream entering it)");
   if (options.policies) options.policies->validate(layers, c.num_heads);
-  mask_.assign(static_cast<std::size_t>(N), 1);
-  if (!batch.attention_mask.empty()) mask_ = batch.attention_mask;
 
-  ForwardResult<T> result;
-  if (options.keep_hidden_states) result.hidden_states = xt::xtensor<T, 4>::from_shape({size_t(layers + 1), size_t(B), size_t(L), size_t(H)});
-  if (options.keep_attentions) {
-    result.attentions = xt::xtensor<T, 5>::from_shape({size_t(layers), size_t(B), size_t(c.num_heads), size_t(L), size_t(L)});
-    if (options.start_layer > 0) std::fill(result.attentions.begin(), result.attentions.end(), T(0));
+  Workspace& ws = result.scratch;
+  ws.prepare(c, N, B, L, !options.keep_attentions, !options.keep_hidden_states);
+  ws.mask.assign(static_cast<std::size_t>(N), 1);
+  if (!batch.attention_mask.empty()) ws.mask = batch.attention_mask;
+  const auto u = [](Index v) { return static_cast<std::size_t>(v); };
+  if (options.keep_hidden_states) result.hidden_states.resize({u(layers + 1), u(B), u(L), u(H)});
+  else result.hidden_states.resize({0, 0, 0, 0});
+  if (options.keep_attentions) result.attentions.resize({u(layers), u(B), u(c.num_heads), u(L), u(L)});
+  else result.attentions.resize({0, 0, 0, 0, 0});
+  if (options.start_layer > 0) {  // layers below the start are not run: report zeros there
+    std::fill(result.attentions.begin(), result.attentions.end(), T(0));
+    std::fill(result.hidden_states.begin(), result.hidden_states.end(), T(0));
   }
-  Workspace ws(c, N, B, L, !options.keep_attentions, !options.keep_hidden_states);
 
   // The residual stream entering layer l: hidden_states[l] when kept, else a ping-pong buffer.
   auto stream = [&](int l) -> T* {
@@ -502,36 +526,29 @@ ForwardResult<T> Transformer<T>::forward(const Batch& batch, const ForwardOption
   };
   if (options.start_layer == 0) {
     embed(batch, stream(0));
-    run_hook(options, batch, HookPoint::embed, -1, TensorView<T>::contiguous(stream(0), {B, L, H}));
+    run_hook(options, batch, ws.mask.data(), HookPoint::embed, -1, TensorView<T>::contiguous(stream(0), {B, L, H}));
   } else {
-    if (options.keep_hidden_states) std::fill(result.hidden_states.begin(), result.hidden_states.end(), T(0));
     std::copy(options.start_hidden, options.start_hidden + N * H, stream(options.start_layer));
   }
-  // GPT-2's last block output is not a listed hidden state (HF lists ln_f's output instead).
-  Matrix<T> last_block;
   for (int l = options.start_layer; l < layers; ++l) {
     T* attn = options.keep_attentions ? result.attentions.data() + static_cast<Index>(l) * B * c.num_heads * L * L
                                       : ws.scores.data();
-    T* out = stream(l + 1);
-    if (c.pre_layer_norm && l == layers - 1) {
-      last_block.resize(N, H);
-      out = last_block.data();
-    }
+    // GPT-2's last block output is not a listed hidden state (HF lists ln_f's output instead).
+    T* out = c.pre_layer_norm && l == layers - 1 ? ws.last_block.data() : stream(l + 1);
     block_forward(l, batch, stream(l), out, attn, ws, options);
   }
   const T* last = stream(layers);
   if (c.pre_layer_norm) {
     // ln_f(last block output) becomes the final listed hidden state (in place if no block ran).
-    const T* block_out = layers > options.start_layer ? last_block.data() : stream(layers);
+    const T* block_out = layers > options.start_layer ? ws.last_block.data() : stream(layers);
     T* normed = stream(layers);
     ops::layer_norm_forward<T>(block_out, normed, N, H, *params_.heads.final_norm, c.layer_norm_eps);
-    run_hook(options, batch, HookPoint::ln_final, -1, TensorView<T>::contiguous(normed, {B, L, H}));
+    run_hook(options, batch, ws.mask.data(), HookPoint::ln_final, -1, TensorView<T>::contiguous(normed, {B, L, H}));
     last = normed;
   }
-  result.last_hidden_state = xt::xtensor<T, 3>::from_shape({size_t(B), size_t(L), size_t(H)});
+  result.last_hidden_state.resize({u(B), u(L), u(H)});
   std::copy(last, last + N * H, result.last_hidden_state.data());
-  if (options.compute_heads) heads_forward(batch, last, result, options);
-  return result;
+  heads_forward(batch, last, result, options);
 }
 
 // Task heads on the final hidden states last [N, H].
@@ -541,6 +558,16 @@ void Transformer<T>::heads_forward(const Batch& batch, const T* last, ForwardRes
   const auto& heads = params_.heads;
   const auto& c = config_;
   const Index B = batch.batch_size, L = batch.length, H = c.hidden_size, V = c.vocab_size;
+  // Outputs this call does not produce are emptied, so a reused result never shows stale values.
+  const bool on = options.compute_heads;
+  const bool lm = on && (heads.masked_lm || heads.causal_lm);
+  const bool selected = lm && !options.logit_positions.empty();
+  if (!(on && heads.pooler)) result.pooled.resize({0, 0});
+  if (!(on && heads.classifier)) result.sequence_logits.resize({0, 0});
+  if (!(on && heads.next_sentence)) result.next_sentence_logits.resize({0, 0});
+  if (!selected) result.selected_logits.resize({0, 0});
+  if (!lm || selected || !options.token_logits) result.token_logits.resize({0, 0, 0});
+  if (!on) return;
   // First token of every sequence: [B, H]
   Matrix<T> first(B, H);
   for (Index b = 0; b < B; ++b) first.row(b) = ConstMatrixMap<T>(last + b * L * H, 1, H);
@@ -548,8 +575,8 @@ void Transformer<T>::heads_forward(const Batch& batch, const T* last, ForwardRes
   Matrix<T> pooled;
   if (heads.pooler) {
     pooled.resize(B, H);
-    ops::linear_forward<T>(first.data(), B, *heads.pooler, pooled.data(), [](T v) { return std::tanh(v); });
-    result.pooled = xt::xtensor<T, 2>::from_shape({size_t(B), size_t(H)});
+    ops::linear_forward<T>(first.data(), B, *heads.pooler, pooled.data(), ops::Epilogue::tanh);
+    result.pooled.resize({size_t(B), size_t(H)});
     std::copy(pooled.data(), pooled.data() + B * H, result.pooled.data());
   }
   if (const auto& cls = heads.classifier) {
@@ -557,23 +584,22 @@ void Transformer<T>::heads_forward(const Batch& batch, const T* last, ForwardRes
     if (cls->pre) {
       Matrix<T> hidden(B, cls->pre->out());
       const auto kind = cls->pre_activation;
-      ops::linear_forward<T>(input.data(), B, *cls->pre, hidden.data(), [kind](T v) {
-        return kind == ClassifierActivation::tanh ? std::tanh(v) : kind == ClassifierActivation::relu ? (v > 0 ? v : T(0)) : v;
-      });
+      ops::linear_forward<T>(input.data(), B, *cls->pre, hidden.data(),
+                             kind == ClassifierActivation::tanh   ? ops::Epilogue::tanh
+                             : kind == ClassifierActivation::relu ? ops::Epilogue::relu
+                                                                  : ops::Epilogue::none);
       input = std::move(hidden);
     }
     const Index labels = cls->out.out();
-    result.sequence_logits = xt::xtensor<T, 2>::from_shape({size_t(B), size_t(labels)});
+    result.sequence_logits.resize({size_t(B), size_t(labels)});
     ops::linear_forward<T>(input.data(), B, cls->out, result.sequence_logits.data());
   }
   if (heads.next_sentence) {
-    result.next_sentence_logits = xt::xtensor<T, 2>::from_shape({size_t(B), size_t(2)});
+    result.next_sentence_logits.resize({size_t(B), size_t(2)});
     ops::linear_forward<T>(pooled.data(), B, *heads.next_sentence, result.next_sentence_logits.data());
   }
 
-  if (!heads.masked_lm && !heads.causal_lm) return;
-  const bool selected = !options.logit_positions.empty();
-  if (!selected && !options.token_logits) return;
+  if (!lm || (!selected && !options.token_logits)) return;
   // Rows to decode: all B*L positions, or the selected ones.
   Matrix<T> rows;
   if (selected) {
@@ -592,23 +618,20 @@ void Transformer<T>::heads_forward(const Batch& batch, const T* last, ForwardRes
     const auto& mlm = heads.masked_lm;
     // transform -> activation -> LayerNorm, then the tied decoder + bias
     transformed.resize(R, H);
-    const Activation act = c.activation;
-    ops::linear_forward<T>(decoder_in, R, mlm->transform, transformed.data(), [act](T v) { return ops::activate(act, v); });
+    ops::linear_forward<T>(decoder_in, R, mlm->transform, transformed.data(), ops::epilogue_for(c.activation));
     ops::layer_norm_forward<T>(transformed.data(), transformed.data(), R, H, mlm->norm, c.layer_norm_eps);
     decoder_in = transformed.data();
   }
   T* logits;
   if (selected) {
-    result.selected_logits = xt::xtensor<T, 2>::from_shape({size_t(R), size_t(V)});
+    result.selected_logits.resize({size_t(R), size_t(V)});
     logits = result.selected_logits.data();
   } else {
-    result.token_logits = xt::xtensor<T, 3>::from_shape({size_t(B), size_t(L), size_t(V)});
+    result.token_logits.resize({size_t(B), size_t(L), size_t(V)});
     logits = result.token_logits.data();
   }
   // [R, H] x [V, H]^T -> [R, V]
-  gemm<T>(Transpose::no, Transpose::yes, static_cast<int>(R), static_cast<int>(V), static_cast<int>(H), T(1),
-          decoder_in, static_cast<int>(H), params_.embeddings.word.data(), static_cast<int>(H), T(0), logits,
-          static_cast<int>(V));
+  gemm<T>(Transpose::no, Transpose::yes, R, V, H, T(1), decoder_in, H, params_.embeddings.word.data(), H, T(0), logits, V);
   if (heads.masked_lm) {
     const T* bias = heads.masked_lm->decoder_bias.data();
 #pragma omp parallel for schedule(static)

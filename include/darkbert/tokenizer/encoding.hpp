@@ -3,7 +3,8 @@
 // model plus the alignment back to the input, so word-level labels (POS tags, FrameNet spans, negation)
 // can be projected onto tokens.
 //
-//   Encoding e = tokenizer.encode_pair("The cat sat.", "It was tired.", {.max_length = 16});
+//   Encoding e = tokenizer.encode_pair("The cat sat.", "It was tired.",
+//                                      {.max_length = 16, .padding = Padding::max_length});
 //   e.ids            -> [CLS] the cat sat . [SEP] it was tired . [SEP] [PAD] ...
 //   e.word_ids[2]    -> 1   (token "cat" comes from word 1 of its sequence)
 //   e.offsets[2]     -> {4, 7}  (bytes 4..7 of text a)
@@ -36,7 +37,8 @@ struct Encoding {
 
 // Truncation and padding, as in Hugging Face / Google's run_classifier.
 enum class Truncation { none, longest_first, only_first, only_second };
-enum class Padding { none, max_length };
+// Padding::longest pads every encoding of a batch to the longest one (a no-op for a single encode).
+enum class Padding { none, max_length, longest };
 
 struct EncodeOptions {
   bool add_special_tokens = true;         // [CLS] a [SEP] (b [SEP]) for BERT; nothing for GPT-2

@@ -73,13 +73,11 @@ void attention_softmax(T* scores, const AttentionShape& s, Index b, Index h) {
     const Index visible = s.causal ? i + 1 : L;  // entries beyond are -inf -> 0
     T max = row[0];
     for (Index j = 1; j < visible; ++j) max = row[j] > max ? row[j] : max;
-    T sum = 0;
-    for (Index j = 0; j < visible; ++j) {
-      row[j] = std::exp(row[j] - max);
-      sum += row[j];
-    }
-    const T inv = T(1) / sum;
-    for (Index j = 0; j < visible; ++j) row[j] *= inv;
+    Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>> v(row, visible);
+    v = (v - max).exp();  // Eigen's vectorised exp (element-wise: independent of alignment)
+    T sum = 0;            // fixed left-to-right order, so the result never depends on alignment
+    for (Index j = 0; j < visible; ++j) sum += row[j];
+    v *= T(1) / sum;
     for (Index j = visible; j < L; ++j) row[j] = T(0);
   }
 }
