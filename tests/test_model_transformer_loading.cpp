@@ -181,3 +181,19 @@ TEST_CASE("MLM logits at chosen positions equal the full logits there") {
   options.logit_positions = {{0, 999}};
   CHECK_THROWS_WITH_AS(model.forward(batch, options), doctest::Contains("logit_positions[0]"), darkbert::error);
 }
+
+TEST_CASE("save then load reproduces every family bit for bit") {
+  for (const char* name : {"bert_pretraining", "bert_seqcls3", "distilbert_seqcls", "roberta_model", "gpt2_lm", "bert_seqreg"}) {
+    const auto model = Model::load(golden_dir() / "models" / name);
+    const auto dir = darkbert::test::scratch_dir(std::string("save_") + name);
+    model.save(dir);
+    const auto again = Model::load(dir);
+    CHECK(again.unused_tensors().empty());
+    const auto batch = darkbert::Batch::from_rows({{2, 5, 7, 9}, {3, 4}});
+    const auto a = model.forward(batch), b = again.forward(batch);
+    CHECK_MESSAGE(a.hidden_states == b.hidden_states, name);
+    CHECK(a.sequence_logits == b.sequence_logits);
+    CHECK(a.token_logits == b.token_logits);
+    CHECK(a.next_sentence_logits == b.next_sentence_logits);
+  }
+}

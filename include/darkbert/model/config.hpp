@@ -56,6 +56,8 @@ struct ModelConfig {
   int max_sequence_length() const { return max_positions - position_offset(); }
 
   static ModelConfig from_json(const nlohmann::json& j, const std::string& source = "config.json");
+  // The Hugging Face config.json of this model (what from_json reads back).
+  nlohmann::json to_json() const;
   static ModelConfig from_json_file(const std::filesystem::path& path) {
     return from_json(read_json_file(path), path.string());
   }
@@ -179,6 +181,60 @@ inline ModelConfig ModelConfig::from_json(const nlohmann::json& j, const std::st
   c.problem_type = json_get<std::string>(j, "problem_type", source, "", false);
   c.validate(source);
   return c;
+}
+
+inline nlohmann::json ModelConfig::to_json() const {
+  nlohmann::json j;
+  const char* act = activation == Activation::gelu_erf ? "gelu" : activation == Activation::gelu_tanh ? "gelu_new" : "relu";
+  if (!architecture.empty()) j["architectures"] = {architecture};
+  j["vocab_size"] = vocab_size;
+  switch (family) {
+    case Family::bert:
+    case Family::roberta:
+      j["model_type"] = family == Family::bert ? "bert" : "roberta";
+      j["hidden_size"] = hidden_size;
+      j["num_hidden_layers"] = num_layers;
+      j["num_attention_heads"] = num_heads;
+      j["intermediate_size"] = intermediate_size;
+      j["max_position_embeddings"] = max_positions;
+      j["type_vocab_size"] = type_vocab_size;
+      j["layer_norm_eps"] = layer_norm_eps;
+      j["hidden_act"] = act;
+      j["pad_token_id"] = pad_token_id;
+      break;
+    case Family::distilbert:
+      j["model_type"] = "distilbert";
+      j["dim"] = hidden_size;
+      j["n_layers"] = num_layers;
+      j["n_heads"] = num_heads;
+      j["hidden_dim"] = intermediate_size;
+      j["max_position_embeddings"] = max_positions;
+      j["activation"] = act;
+      j["pad_token_id"] = pad_token_id;
+      break;
+    case Family::gpt2:
+      j["model_type"] = "gpt2";
+      j["n_embd"] = hidden_size;
+      j["n_layer"] = num_layers;
+      j["n_head"] = num_heads;
+      j["n_inner"] = intermediate_size;
+      j["n_positions"] = max_positions;
+      j["layer_norm_epsilon"] = layer_norm_eps;
+      j["activation_function"] = act;
+      j["scale_attn_by_inverse_layer_idx"] = scale_by_inverse_layer_idx;
+      break;
+  }
+  if (!labels.empty()) {
+    nlohmann::json id2label = nlohmann::json::object(), label2id = nlohmann::json::object();
+    for (std::size_t i = 0; i < labels.size(); ++i) {
+      id2label[std::to_string(i)] = labels[i];
+      label2id[labels[i]] = i;
+    }
+    j["id2label"] = id2label;
+    j["label2id"] = label2id;
+  }
+  if (!problem_type.empty()) j["problem_type"] = problem_type;
+  return j;
 }
 
 }  // namespace darkbert

@@ -12,6 +12,7 @@
 
 #include <cmath>       // std::sqrt, std::tanh
 #include <filesystem>  // std::filesystem::path
+#include <fstream>     // std::ofstream
 #include <map>         // std::map
 #include <random>      // std::mt19937_64, std::normal_distribution
 #include <set>         // std::set
@@ -132,6 +133,10 @@ class Transformer {
 
   // Loads config.json + model.safetensors (or a sharded index) from a Hugging Face folder.
   static Transformer load(const std::filesystem::path& dir);
+
+  // Writes config.json + model.safetensors (F32 or F64 as T) in Hugging Face layout, under the family's
+  // own tensor names (prefixed for task models, as Hugging Face saves them), readable by load().
+  void save(const std::filesystem::path& dir) const;
 
   // A model of the given shape with seeded random weights (N(0, 0.02); LayerNorm 1 and 0).
   static Transformer random(const ModelConfig& config, const HeadSpec& heads, std::uint64_t seed);
@@ -310,6 +315,36 @@ Transformer<T> Transformer<T>::load(const std::filesystem::path& dir) {
   for (const auto& [canonical, actual] : names)
     if (!used.count(canonical)) model.unused_.push_back(actual);
   return model;
+}
+
+template <class T>
+void Transformer<T>::save(const std::filesystem::path& dir) const {
+  std::filesystem::create_directories(dir);
+  const auto& h = params_.heads;
+  const bool task_model = h.classifier || h.masked_lm || h.next_sentence || config_.family == Family::gpt2;
+  const std::string prefix = task_model ? base_prefix(config_.family) : "";
+  auto& params = const_cast<TransformerParams<T>&>(params_);  // slots are read only here
+  std::map<std::string, TensorBytes> tensors;
+  std::vector<T> staging;
+  for (const auto& slot : parameter_slots(params, config_)) {
+    Index n = 1;
+    for (auto d : slot.shape) n *= d;
+    const T* source = slot.data;
+    if (slot.transposed) {  // back to Conv1D [in, out]
+      staging.resize(static_cast<std::size_t>(n));
+      MatrixMap<T>(staging.data(), slot.shape[0], slot.shape[1]) =
+          ConstMatrixMap<T>(slot.data, slot.shape[1], slot.shape[0]).transpose();
+      source = staging.data();
+    }
+    const bool head = slot.name.rfind("cls.", 0) == 0 || slot.name.rfind("classifier", 0) == 0 ||
+                      slot.name.rfind("pre_classifier", 0) == 0 || slot.name.rfind("lm_head", 0) == 0 ||
+                      slot.name.rfind("vocab_", 0) == 0;
+    tensors[(head ? "" : prefix) + slot.name] = tensor_bytes(source, slot.shape);
+  }
+  write_safetensors(dir / "model.safetensors", tensors);
+  std::ofstream out(dir / "config.json");
+  if (!out) fail((dir / "config.json").string(), ": cannot open for writing");
+  out << config_.to_json().dump(2) << "\n";
 }
 
 template <class T>
