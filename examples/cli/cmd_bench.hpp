@@ -6,16 +6,17 @@
 //   ms_per_batch=… ms_per_seq=… gflops=… peak_rss_mb=… median_ms_per_batch=…
 // (best of --reps after one warm-up; GFLOP/s from the best time).
 
-#include <sys/resource.h>  // getrusage
-
 #include <CLI/CLI.hpp>
 
 #include <algorithm>  // std::sort
 #include <chrono>     // std::chrono::steady_clock
 #include <cstdio>     // std::printf
+#include <fstream>    // std::ifstream
+#include <limits>     // std::numeric_limits
 #include <random>     // std::mt19937_64
 #include <vector>     // std::vector
 
+#include "darkbert/core/blas_kernel.hpp"
 #include "darkbert/core/threads.hpp"
 #include "darkbert/model/transformer.hpp"
 
@@ -34,10 +35,20 @@ inline double forward_flops_per_sequence(double L, double H, double I, double la
   return layers * (8 * L * H * H + 4 * L * H * I + 4 * L * L * H);
 }
 
+// Peak resident memory of this process in MiB, from /proc/self/status (VmHWM). getrusage's ru_maxrss is
+// not used: Linux carries it over fork + exec, so a child started by a large parent reports the parent's.
 inline double peak_rss_mb() {
-  struct rusage usage {};
-  getrusage(RUSAGE_SELF, &usage);
-  return static_cast<double>(usage.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
+  std::ifstream status("/proc/self/status");
+  std::string key;
+  while (status >> key) {
+    if (key == "VmHWM:") {
+      double kib = 0;
+      status >> kib;
+      return kib / 1024.0;
+    }
+    status.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
+  }
+  return 0.0;
 }
 
 template <class T>
@@ -71,18 +82,19 @@ void bench_forward(const BenchForwardOptions& o) {
   options.keep_attentions = !o.no_attentions;
   options.hooks = o.hooks == "noop" ? &registry : nullptr;
 
-  model.forward(batch, options);  // warm-up
+  ForwardResult<T> out;
+  model.forward_into(batch, options, out);  // warm-up; later calls reuse its buffers, as a study loop would
   std::vector<double> times;
   for (int r = 0; r < o.reps; ++r) {
     const auto start = std::chrono::steady_clock::now();
-    const auto out = model.forward(batch, options);
+    model.forward_into(batch, options, out);
     times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
   }
   std::sort(times.begin(), times.end());
   const double best = times.front(), median = times[times.size() / 2];
   const double flops = forward_flops_per_sequence(o.seq, o.hidden, o.ff, o.layers) * o.batch;
-  std::printf("ms_per_batch=%.2f ms_per_seq=%.2f gflops=%.1f peak_rss_mb=%.1f median_ms_per_batch=%.2f\n", best,
-              best / o.batch, flops / (best * 1e6), peak_rss_mb(), median);
+  std::printf("ms_per_batch=%.2f ms_per_seq=%.2f gflops=%.1f peak_rss_mb=%.1f median_ms_per_batch=%.2f blas_core=%s\n",
+              best, best / o.batch, flops / (best * 1e6), peak_rss_mb(), median, blas_core_name().c_str());
 }
 
 inline void add_bench_command(CLI::App& app) {

@@ -4,18 +4,23 @@
 #include <exception>  // std::exception
 #include <iostream>   // std::cerr
 
+#include "darkbert/core/blas_kernel.hpp"
+
 #include "cmd_annotate.hpp"
 #include "cmd_bench.hpp"
+#include "cmd_init.hpp"
 #include "cmd_run.hpp"
 #include "cmd_tokenize.hpp"
 
 int main(int argc, char** argv) {
+  darkbert::restart_with_fast_blas_kernel(argv);  // AVX-512 GEMM kernels where OpenBLAS misdetects the CPU
   CLI::App app{"darkbert: exact transformer forward passes, hooks and attention analysis"};
   app.require_subcommand(1);
   darkbert::cli::add_run_command(app);
   darkbert::cli::add_tokenize_command(app);
   darkbert::cli::add_annotate_command(app);
   darkbert::cli::add_bench_command(app);
+  darkbert::cli::add_init_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -16,6 +16,8 @@
 #include "darkbert/analysis/results.hpp"                 // Table, HeadMatrix, write_table
 #include "darkbert/analysis/running_mean.hpp"            // RunningMean
 #include "darkbert/analysis/synthetic_attention.hpp"     // fill_random_attention
+#include "darkbert/analysis/task_metrics.hpp"            // accuracy_metric, f1_metric, pearson_metric, ...
 #include "darkbert/analysis/token_annotation.hpp"        // TokenAnnotation, TokenClass, token_class::*
 #include "darkbert/analysis/token_class_attention.hpp"   // attention_to_class, TokenClassAttention
 #include "darkbert/analysis/token_to_token.hpp"          // ClassToClassAttention, QueryCategoryAttention
+#include "darkbert/analysis/xlogx.hpp"                   // detail::xlogx_sum (vectorised x ln x)

@@ -20,7 +20,10 @@
 
 #include <cstddef>  // std::size_t
 #include <span>     // std::span
+#include <utility>  // std::move
 #include <vector>   // std::vector
+
+#include <Eigen/Core>  // Eigen::Map
 
 #include "darkbert/analysis/attention_view.hpp"    // darkbert::AttentionView
 #include "darkbert/analysis/results.hpp"           // darkbert::HeadMatrix
@@ -29,8 +32,6 @@
 #include "darkbert/analysis/xlogx.hpp"             // detail::xlogx_sum
 #include "darkbert/core/error.hpp"                 // darkbert::require
 #include "darkbert/core/matrix.hpp"                // darkbert::Vector, darkbert::Index
-
-#include <Eigen/Core>  // Eigen::Map
 
 namespace darkbert {
 

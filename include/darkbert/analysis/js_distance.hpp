@@ -64,7 +64,10 @@ class HeadDistanceAccumulator {
 
     // Threads take whole query rows: the rows i of all heads (144 x 128 floats for BERT-base) stay in cache
     // while every pair of heads is compared on them, and the only synchronisation is the end of the loop.
-#pragma omp parallel num_threads(threads)
+    // Threads only pay off for big maps (BERT-base: ~1e8 terms); a parallel region costs microseconds when the
+    // cores are idle and can cost a scheduler time slice when they are not.
+    const double terms = 0.5 * double(total) * double(total) * double(n) * double(n);
+#pragma omp parallel num_threads(threads) if (threads > 1 && terms > 4e6)
     {
 #ifdef _OPENMP
       const auto thread = static_cast<std::size_t>(omp_get_thread_num());

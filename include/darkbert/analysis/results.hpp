@@ -14,7 +14,7 @@
 //   .npy  the values only, [rows, cols] C order, dtype of T (names live in the CSV/JSON).
 
 #include <cerrno>        // errno
-#include <charconv>      // std::to_chars (shortest round-trip numbers)
+#include <charconv>      // std::to_chars, std::from_chars (shortest round-trip, locale-independent)
 #include <cmath>         // std::isnan, std::isinf
 #include <cstddef>       // std::size_t
 #include <cstring>       // std::strerror
@@ -22,7 +22,7 @@
 #include <fstream>       // std::ofstream, std::ifstream
 #include <limits>        // std::numeric_limits
 #include <sstream>       // std::ostringstream
-#include <string>        // std::string, std::stod
+#include <string>        // std::string, std::to_string
 #include <system_error>  // std::errc, std::error_code
 #include <type_traits>   // std::is_same_v
 #include <utility>       // std::move
@@ -133,7 +133,10 @@ nlohmann::json json_number(T v) {
   if constexpr (std::is_same_v<T, double>) {
     return v;
   } else {
-    return std::stod(format_number(v));
+    const std::string text = format_number(v);
+    double d = 0;
+    std::from_chars(text.data(), text.data() + text.size(), d);  // locale-independent, unlike std::stod
+    return d;
   }
 }
 

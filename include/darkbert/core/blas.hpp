@@ -1,10 +1,15 @@
 #pragma once
-// Thin, typed wrapper over CBLAS GEMM (OpenBLAS): the large products go here, everything else is Eigen
-// or plain loops. Row-major throughout.
+// Typed GEMM over CBLAS (OpenBLAS), parallelised by darkbert itself: the output is split into column
+// (or row) blocks, one per OpenMP thread, each computed by a single-threaded BLAS call. darkbert keeps one
+// thread pool (OpenMP) for every phase of the forward pass, so BLAS threads and OpenMP threads never
+// compete for the same cores; OpenBLAS is therefore set to one thread on first use.
 
-#include <cblas.h>  // cblas_sgemm, cblas_dgemm
+#include <cblas.h>  // cblas_sgemm, cblas_dgemm, openblas_set_num_threads
+#include <omp.h>    // omp_get_max_threads, omp_in_parallel, omp_get_thread_num
 
+#include <algorithm>    // std::min
 #include <limits>       // std::numeric_limits
+#include <mutex>        // std::call_once
 #include <type_traits>  // std::is_same_v
 
 #include "error.hpp"
@@ -14,6 +19,27 @@ namespace darkbert {
 
 enum class Transpose : bool { no = false, yes = true };
 
+namespace detail {
+
+inline void single_threaded_blas() {
+  static std::once_flag once;
+  std::call_once(once, [] { openblas_set_num_threads(1); });
+}
+
+template <class T>
+void blas_gemm(Transpose trans_a, Transpose trans_b, Index m, Index n, Index k, T alpha, const T* a, Index lda,
+               const T* b, Index ldb, T beta, T* c, Index ldc) {
+  const auto ta = trans_a == Transpose::yes ? CblasTrans : CblasNoTrans;
+  const auto tb = trans_b == Transpose::yes ? CblasTrans : CblasNoTrans;
+  const auto i = [](Index v) { return static_cast<int>(v); };
+  if constexpr (std::is_same_v<T, float>)
+    cblas_sgemm(CblasRowMajor, ta, tb, i(m), i(n), i(k), alpha, a, i(lda), b, i(ldb), beta, c, i(ldc));
+  else
+    cblas_dgemm(CblasRowMajor, ta, tb, i(m), i(n), i(k), alpha, a, i(lda), b, i(ldb), beta, c, i(ldc));
+}
+
+}  // namespace detail
+
 // C[m,n] = alpha * op(A)[m,k] * op(B)[k,n] + beta * C, with leading dimensions lda, ldb, ldc (row-major).
 template <class T>
 void gemm(Transpose trans_a, Transpose trans_b, Index m, Index n, Index k, T alpha, const T* a, Index lda,
@@ -22,13 +48,34 @@ void gemm(Transpose trans_a, Transpose trans_b, Index m, Index n, Index k, T alp
   constexpr Index max_int = std::numeric_limits<int>::max();
   if (m > max_int || n > max_int || k > max_int || lda > max_int || ldb > max_int || ldc > max_int)
     fail("gemm: dimension beyond the 32-bit BLAS interface (", m, " x ", n, " x ", k, ")");
-  const auto ta = trans_a == Transpose::yes ? CblasTrans : CblasNoTrans;
-  const auto tb = trans_b == Transpose::yes ? CblasTrans : CblasNoTrans;
-  const auto i = [](Index v) { return static_cast<int>(v); };
-  if constexpr (std::is_same_v<T, float>)
-    cblas_sgemm(CblasRowMajor, ta, tb, i(m), i(n), i(k), alpha, a, i(lda), b, i(ldb), beta, c, i(ldc));
-  else
-    cblas_dgemm(CblasRowMajor, ta, tb, i(m), i(n), i(k), alpha, a, i(lda), b, i(ldb), beta, c, i(ldc));
+  detail::single_threaded_blas();
+  const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+  constexpr double min_parallel_flops = 2e6;  // below this a second thread costs more than it saves
+  if (threads == 1 || 2.0 * double(m) * double(n) * double(k) < min_parallel_flops) {
+    detail::blas_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
+  // Split the wider output dimension into blocks of whole 64-byte vectors.
+  constexpr Index lanes = 64 / sizeof(T);
+  const bool split_columns = n >= m || n >= lanes * threads;
+  const Index extent = split_columns ? n : m;
+  const Index chunk = ((extent + threads - 1) / threads + lanes - 1) / lanes * lanes;
+#pragma omp parallel num_threads(threads)
+  {
+    const Index begin = std::min(extent, chunk * omp_get_thread_num());
+    const Index end = std::min(extent, begin + chunk);
+    if (end > begin) {
+      if (split_columns) {
+        // Columns [begin, end) of op(B) and C.
+        const T* b_block = trans_b == Transpose::yes ? b + begin * ldb : b + begin;
+        detail::blas_gemm(trans_a, trans_b, m, end - begin, k, alpha, a, lda, b_block, ldb, beta, c + begin, ldc);
+      } else {
+        // Rows [begin, end) of op(A) and C.
+        const T* a_block = trans_a == Transpose::yes ? a + begin : a + begin * lda;
+        detail::blas_gemm(trans_a, trans_b, end - begin, n, k, alpha, a_block, lda, b, ldb, beta, c + begin * ldc, ldc);
+      }
+    }
+  }
 }
 
 }  // namespace darkbert

@@ -1,16 +1,13 @@
 #pragma once
-// Thread count for both pools darkbert uses: OpenBLAS (large products) and OpenMP (everything else).
+// Thread count of darkbert's one thread pool (OpenMP), used for the products too (see core/blas.hpp).
 
-#include <cblas.h>  // openblas_set_num_threads (declared by OpenBLAS's cblas.h)
-#include <omp.h>    // omp_set_num_threads, omp_get_max_threads
+#include <omp.h>  // omp_set_num_threads, omp_get_max_threads
 
 namespace darkbert {
 
-// Sets both pools to n threads (n <= 0: leave the defaults, i.e. all cores).
+// Uses n threads (n <= 0: leave the default, all cores or OMP_NUM_THREADS).
 inline void set_num_threads(int n) {
-  if (n <= 0) return;
-  openblas_set_num_threads(n);
-  omp_set_num_threads(n);
+  if (n > 0) omp_set_num_threads(n);
 }
 
 inline int num_threads() { return omp_get_max_threads(); }

@@ -338,9 +338,12 @@ inline void finish_counts(AnnotatorScores& s) {
 // token's span (and so can never be matched exactly).
 inline std::optional<std::vector<Span>> gold_word_spans(const ConlluSentence& s) {
   std::vector<Span> spans(s.words.size());
+  const auto tokens = surface_tokens(s);
   std::size_t pos = 0;
-  for (const auto& t : surface_tokens(s)) {
-    while (pos < s.text.size() && (s.text[pos] == ' ' || s.text[pos] == '\t')) ++pos;
+  const std::string* gap = nullptr;  // what the previous token says follows it
+  for (const auto& t : tokens) {
+    if (gap != nullptr && s.text.compare(pos, gap->size(), *gap) == 0) pos += gap->size();
+    gap = &t.spaces_after;
     if (s.text.compare(pos, t.form.size(), t.form) != 0) return std::nullopt;
     const Span token{pos, pos + t.form.size()};
     pos = token.end;

@@ -25,6 +25,62 @@
 
 namespace darkbert {
 
+namespace detail {
+
+// The spaces that follow a token, from its MISC column: "" for SpaceAfter=No, the decoded value of
+// SpacesAfter= (\s space, \t, \n, \r, \p |, \\, \uXXXX), else one space.
+inline std::string spaces_after(std::string_view misc) {
+  std::size_t start = 0;
+  while (start <= misc.size()) {
+    auto bar = misc.find('|', start);
+    if (bar == std::string_view::npos) bar = misc.size();
+    const auto item = misc.substr(start, bar - start);
+    if (item == "SpaceAfter=No") return "";
+    if (item.rfind("SpacesAfter=", 0) == 0) {
+      const auto v = item.substr(12);
+      std::string out;
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        if (v[i] != '\\' || i + 1 == v.size()) {
+          out.push_back(v[i]);
+          continue;
+        }
+        const char c = v[++i];
+        if (c == 's') out.push_back(' ');
+        else if (c == 't') out.push_back('\t');
+        else if (c == 'n') out.push_back('\n');
+        else if (c == 'r') out.push_back('\r');
+        else if (c == 'p') out.push_back('|');
+        else if (c == 'u' && i + 4 < v.size()) {
+          unsigned cp = 0;
+          auto [end, ec] = std::from_chars(v.data() + i + 1, v.data() + i + 5, cp, 16);
+          if (ec != std::errc() || end != v.data() + i + 5) {
+            out += "\\u";
+            continue;
+          }
+          i += 4;
+          if (cp < 0x80) {
+            out.push_back(static_cast<char>(cp));
+          } else if (cp < 0x800) {
+            out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
+            out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+          } else {
+            out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
+            out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+            out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+          }
+        } else {
+          out.push_back(c);
+        }
+      }
+      return out;
+    }
+    start = bar + 1;
+  }
+  return " ";
+}
+
+}  // namespace detail
+
 // One syntactic word (an integer ID line). Columns are kept as text; "_" stays "_".
 struct ConlluWord {
   int id = 0;  // 1-based position in the sentence
@@ -34,6 +90,8 @@ struct ConlluWord {
 
   // False when MISC has SpaceAfter=No.
   bool space_after() const { return misc.find("SpaceAfter=No") == std::string::npos; }
+  // What follows the word in the text: "", " ", or the decoded SpacesAfter= value.
+  std::string spaces_after() const { return detail::spaces_after(misc); }
 };
 
 // A surface token that spans several words (ID "first-last"), e.g. "don't" over do + n't.
@@ -42,6 +100,10 @@ struct ConlluMultiwordToken {
   std::string form;
   std::string columns;  // the remaining 8 columns, tab-joined, kept verbatim (usually "_\t..._\tMISC")
   bool space_after() const { return columns.find("SpaceAfter=No") == std::string::npos; }
+  std::string spaces_after() const {
+    const auto tab = columns.rfind('\t');
+    return detail::spaces_after(tab == std::string::npos ? std::string_view(columns) : std::string_view(columns).substr(tab + 1));
+  }
 };
 
 // An empty node of the enhanced graph (ID "i.k"), kept verbatim; it follows word i.
@@ -152,8 +214,12 @@ class ConlluParser {
       if (pending_range_end_ > n)
         fail(name_, ":", line_no_, ": multi-word token ", id, " overlaps the previous one");
       pending_range_end_ = t.last;
+      pending_range_line_ = line_no_;
       t.form = std::string(cols[1]);
-      for (std::size_t k = 2; k < 10; ++k) t.columns += (k > 2 ? "\t" : "") + std::string(cols[k]);
+      for (std::size_t k = 2; k < 10; ++k) {
+        if (k > 2) t.columns += '\t';
+        t.columns += cols[k];
+      }
       current_.multiword_tokens.push_back(std::move(t));
       return;
     }
@@ -191,8 +257,8 @@ class ConlluParser {
     if (s.words.empty()) fail(name_, ":", s.line, ": sentence without words");
     const int n = static_cast<int>(s.words.size());
     if (pending_range_end_ > n)
-      fail(name_, ":", s.line, ": multi-word token ends at word ", pending_range_end_, " but the sentence has ", n,
-           " words");
+      fail(name_, ":", pending_range_line_, ": multi-word token ends at word ", pending_range_end_,
+           " but the sentence has ", n, " words");
     for (const auto& w : s.words)
       if (w.head > n)
         fail(name_, ":", s.line, ": word ", w.id, " has HEAD ", w.head, " but the sentence has ", n, " words");
@@ -216,6 +282,7 @@ class ConlluParser {
   std::size_t line_no_ = 0;
   bool open_ = false;
   int pending_range_end_ = 0;
+  std::size_t pending_range_line_ = 0;
   std::size_t document_ = 0;
   std::size_t emitted_ = 0;
   std::string document_id_;
@@ -282,6 +349,7 @@ struct ConlluSurfaceToken {
   std::string form;
   std::size_t first_word = 0, last_word = 0;
   bool space_after = true;
+  std::string spaces_after = " ";  // what follows in the text (SpaceAfter=No: "", SpacesAfter=...)
 };
 
 inline std::vector<ConlluSurfaceToken> surface_tokens(const ConlluSentence& s) {
@@ -290,23 +358,24 @@ inline std::vector<ConlluSurfaceToken> surface_tokens(const ConlluSentence& s) {
   for (std::size_t i = 0; i < s.words.size();) {
     if (m < s.multiword_tokens.size() && s.multiword_tokens[m].first == static_cast<int>(i) + 1) {
       const auto& t = s.multiword_tokens[m++];
-      out.push_back({t.form, i, static_cast<std::size_t>(t.last - 1), t.space_after()});
+      out.push_back({t.form, i, static_cast<std::size_t>(t.last - 1), t.space_after(), t.spaces_after()});
       i = static_cast<std::size_t>(t.last);
       continue;
     }
-    out.push_back({s.words[i].form, i, i, s.words[i].space_after()});
+    out.push_back({s.words[i].form, i, i, s.words[i].space_after(), s.words[i].spaces_after()});
     ++i;
   }
   return out;
 }
 
-// The sentence text rebuilt from its surface tokens and SpaceAfter=No (equals "# text" in UD releases).
+// The sentence text rebuilt from its surface tokens and their MISC spacing (SpaceAfter=No, SpacesAfter=);
+// equals "# text" in UD releases.
 inline std::string text_from_tokens(const ConlluSentence& s) {
   std::string text;
   const auto tokens = surface_tokens(s);
   for (std::size_t i = 0; i < tokens.size(); ++i) {
     text += tokens[i].form;
-    if (tokens[i].space_after && i + 1 < tokens.size()) text += ' ';
+    if (i + 1 < tokens.size()) text += tokens[i].spaces_after;
   }
   return text;
 }

@@ -14,7 +14,7 @@
 
 #include <pugixml.hpp>  // pugi::xml_document (XML parsing)
 
-#include <algorithm>    // std::sort, std::min, std::max
+#include <algorithm>    // std::sort, std::min
 #include <charconv>     // std::from_chars
 #include <cstddef>      // std::size_t, std::ptrdiff_t
 #include <filesystem>   // std::filesystem::path, directory_iterator

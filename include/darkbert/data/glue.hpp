@@ -24,7 +24,7 @@
 // split train / dev (MNLI: train / dev_matched / dev_mismatched). Texts are kept byte for byte (SST-2's
 // trailing space included).
 
-#include <algorithm>    // std::sort
+#include <algorithm>    // std::sort, std::min, std::max
 #include <array>        // std::array
 #include <cctype>       // std::tolower
 #include <charconv>     // std::from_chars
@@ -34,6 +34,7 @@
 #include <filesystem>   // std::filesystem::path
 #include <fstream>      // std::ifstream (header peek)
 #include <optional>     // std::optional
+#include <sstream>      // std::ostringstream (error messages)
 #include <string>       // std::string
 #include <string_view>  // std::string_view
 #include <utility>      // std::pair
@@ -212,15 +213,16 @@ inline GlueData read_glue_file(GlueTask task, const std::filesystem::path& file,
     }
   }
   if (layout == nullptr) {
-    std::string have;
-    for (std::size_t i = 0; i < header.size(); ++i) have += (i ? ", '" : "'") + header[i] + "'";
-    std::string want;
-    for (const auto& l : layouts) {
-      want += want.empty() ? "" : " or ";
-      want += "'" + std::string(l.text_a) + "'" + (l.text_b.empty() ? "" : ", '" + std::string(l.text_b) + "'") +
-              ", '" + std::string(l.label) + "'";
+    std::ostringstream have, want;
+    for (std::size_t i = 0; i < header.size(); ++i) have << (i ? ", '" : "'") << header[i] << "'";
+    for (std::size_t k = 0; k < layouts.size(); ++k) {
+      const auto& l = layouts[k];
+      want << (k ? " or " : "") << "'" << l.text_a << "'";
+      if (!l.text_b.empty()) want << ", '" << l.text_b << "'";
+      want << ", '" << l.label << "'";
     }
-    fail(file.string(), ":1: header of no known GLUE ", info.name, " layout (columns: ", have, "; expected ", want, ")");
+    fail(file.string(), ":1: header of no known GLUE ", info.name, " layout (columns: ", have.str(), "; expected ",
+         want.str(), ")");
   }
 
   TsvOptions tsv;

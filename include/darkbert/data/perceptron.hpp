@@ -18,24 +18,18 @@
 #include <array>          // std::array (score buffer)
 #include <charconv>       // std::to_chars, std::from_chars
 #include <cstddef>        // std::size_t
-#include <functional>     // std::equal_to, std::hash
 #include <istream>        // std::istream
 #include <ostream>        // std::ostream
 #include <string>         // std::string
 #include <string_view>    // std::string_view
-#include <unordered_map>  // std::unordered_map
 #include <vector>         // std::vector
 
 #include "darkbert/core/error.hpp"
+#include "darkbert/core/string_map.hpp"  // StringMap (string_view lookups)
 
 namespace darkbert {
 
 namespace detail {
-
-struct StringHash {
-  using is_transparent = void;
-  std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-};
 
 inline std::string escape_feature(std::string_view s) {
   std::string out;
@@ -298,7 +292,7 @@ class AveragedPerceptron {
 
   std::vector<std::string> classes_;
   std::vector<std::string> names_;  // feature strings by id
-  std::unordered_map<std::string, int, detail::StringHash, std::equal_to<>> ids_;
+  StringMap<int> ids_;               // feature string -> id, searched with string_views
   std::vector<float> weights_;      // [feature][class]
   std::vector<double> accum_;       // [feature][class], training only
   long long instances_ = 0;

@@ -13,14 +13,14 @@
 //   darkbert::PosTagger tagger = darkbert::PosTagger::train(words, tags);
 //   std::vector<std::string> upos = tagger.tag({"The", "dog", "barks", "."});  // DET NOUN VERB PUNCT
 
-#include <algorithm>    // std::sort
+#include <algorithm>    // std::sort, std::find
 #include <cstddef>      // std::size_t, std::ptrdiff_t
 #include <cstdint>      // std::uint64_t
 #include <map>          // std::map (tag lexicon)
 #include <optional>     // std::optional (second pass)
 #include <string>       // std::string
-#include <unordered_map>  // std::unordered_map (training cache)
 #include <string_view>  // std::string_view
+#include <unordered_map>  // std::unordered_map (training cache)
 #include <utility>      // std::move
 #include <vector>       // std::vector
 

@@ -15,6 +15,7 @@
 // A missing file gives one error that names the file, every place looked (and why it did not count)
 // and how to get the data.
 
+#include <fcntl.h>     // O_WRONLY, O_CREAT (tar's stderr file)
 #include <spawn.h>     // posix_spawnp (runs tar to unpack an archive)
 #include <sys/wait.h>  // waitpid, WIFEXITED, WEXITSTATUS
 #include <unistd.h>    // getpid, environ
@@ -22,6 +23,7 @@
 #include <cerrno>       // errno, EINTR
 #include <cstdlib>      // std::getenv
 #include <filesystem>   // std::filesystem::path, exists, rename, create_directories
+#include <fstream>      // std::ifstream (tar's messages)
 #include <functional>   // std::function
 #include <iostream>     // std::clog
 #include <optional>     // std::optional
@@ -192,12 +194,18 @@ inline std::filesystem::path extract_once(const std::filesystem::path& archive,
          << " (first use only; may take a minute)" << std::endl;
 
   const std::string a = archive.string(), s = staging.string();
+  const std::string log_file = s + ".log";  // tar's complaints, quoted in the error message
   std::vector<char*> argv = {const_cast<char*>("tar"), const_cast<char*>("-xJf"), const_cast<char*>(a.c_str()),
                              const_cast<char*>("-C"), const_cast<char*>(s.c_str()), nullptr};
+  posix_spawn_file_actions_t actions;
+  ::posix_spawn_file_actions_init(&actions);
+  ::posix_spawn_file_actions_addopen(&actions, 2, log_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   pid_t pid = 0;
-  const int spawned = ::posix_spawnp(&pid, "tar", nullptr, nullptr, argv.data(), environ);
+  const int spawned = ::posix_spawnp(&pid, "tar", &actions, nullptr, argv.data(), environ);
+  ::posix_spawn_file_actions_destroy(&actions);
   if (spawned != 0) {
     std::filesystem::remove_all(staging, ec);
+    std::filesystem::remove(log_file, ec);
     fail(archive.string(), ": cannot run `tar` to unpack it (is tar with xz support installed?)");
   }
   int status = 0;
@@ -207,10 +215,18 @@ inline std::filesystem::path extract_once(const std::filesystem::path& archive,
       break;
     }
   }
+  std::string complaints;
+  {
+    std::ifstream in(log_file);
+    std::string line;
+    while (std::getline(in, line)) complaints += (complaints.empty() ? "" : " / ") + line;
+  }
+  std::filesystem::remove(log_file, ec);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     std::filesystem::remove_all(staging, ec);
     fail(archive.string(), ": `tar -xJf` failed (exit status ", WIFEXITED(status) ? WEXITSTATUS(status) : -1,
-         "); nothing was left in ", parent.string());
+         "): ", complaints.empty() ? std::string("no message") : complaints, "; nothing was left in ",
+         parent.string());
   }
   std::filesystem::rename(staging, destination, ec);
   if (ec) {

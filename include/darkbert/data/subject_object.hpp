@@ -13,7 +13,6 @@
 //   auto roles = labeller.label({"The", "dog", "chased", "a", "cat"}, {"DET", "NOUN", "VERB", "DET", "NOUN"});
 //   // _ nsubj _ _ obj
 
-#include <algorithm>    // std::find
 #include <cstddef>      // std::size_t, std::ptrdiff_t
 #include <cstdint>      // std::uint64_t
 #include <string>       // std::string

@@ -22,7 +22,6 @@
 // special handling of hashtags, and a listed abbreviation that ends a sentence keeps its period.
 
 #include <array>        // std::array
-#include <cctype>       // std::isdigit, std::isalpha, std::tolower
 #include <cstddef>      // std::size_t
 #include <initializer_list>  // std::initializer_list (small string sets)
 #include <string>       // std::string
@@ -43,11 +42,11 @@ namespace detail {
 
 inline bool is_ascii_digit(char c) { return c >= '0' && c <= '9'; }
 inline bool is_ascii_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-inline char ascii_lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
+inline char lower_ascii_char(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
 
 inline std::string lower_ascii(std::string_view s) {
   std::string out(s);
-  for (auto& c : out) c = ascii_lower(c);
+  for (auto& c : out) c = lower_ascii_char(c);
   return out;
 }
 
@@ -148,7 +147,15 @@ class WordSplitter {
     std::vector<std::pair<std::size_t, std::size_t>> suffixes;  // peeled from the end, in reverse order
     while (b < e) {
       std::string_view w = text_.substr(b, e - b);
-      if (is_protected(w)) break;
+      if (is_protected(w)) {
+        // A URL or address followed by sentence punctuation: "see www.x.org," -> www.x.org ,
+        if (w.size() > 1 && is_url_or_email(w) && std::string_view(",.;:!?)]}\"'").find(w.back()) != std::string_view::npos) {
+          suffixes.push_back({e - 1, e});
+          --e;
+          continue;
+        }
+        break;
+      }
       // 2. leading opening punctuation
       const std::size_t first_len = utf8_length(static_cast<unsigned char>(w[0]));
       std::string_view first = w.substr(0, first_len);
@@ -219,7 +226,9 @@ class WordSplitter {
     }
     // n't / n’t
     for (std::string_view apos : {std::string_view("'"), std::string_view("’")}) {
-      const std::string nt = "n" + std::string(apos) + "t";
+      std::string nt(1, 'n');
+      nt += apos;
+      nt += 't';
       if (lower.size() > nt.size() && lower.compare(lower.size() - nt.size(), nt.size(), nt) == 0 &&
           is_ascii_alpha(lower[lower.size() - nt.size() - 1])) {
         inner(b, e - nt.size());
@@ -227,7 +236,8 @@ class WordSplitter {
         return;
       }
       for (std::string_view clitic : {"s", "m", "d", "ll", "re", "ve"}) {
-        const std::string c = std::string(apos) + std::string(clitic);
+        std::string c(apos);
+        c += clitic;
         if (lower.size() > c.size() && lower.compare(lower.size() - c.size(), c.size(), c) == 0) {
           inner(b, e - c.size());
           emit(e - c.size(), e);

@@ -46,6 +46,33 @@ struct HeadSpec {
   int classifier_labels = 0;  // 0 = no classifier
   bool masked_lm = false;
   bool next_sentence = false;
+
+  // The heads a Hugging Face architecture name implies ("BertForSequenceClassification", ...); the
+  // classifier gets config.labels.size() outputs (2 if the config lists none).
+  static HeadSpec for_architecture(const ModelConfig& c) {
+    const std::string& a = c.architecture;
+    auto ends = [&](const char* suffix) {
+      const std::string s = suffix;
+      return a.size() >= s.size() && a.compare(a.size() - s.size(), s.size(), s) == 0;
+    };
+    HeadSpec h;
+    const bool encoder = c.family == Family::bert || c.family == Family::roberta;
+    if (a.empty() || ends("Model")) h.pooler = encoder && c.family == Family::bert;
+    else if (ends("ForSequenceClassification")) {
+      h.pooler = c.family == Family::bert;
+      h.classifier_labels = c.labels.empty() ? 2 : static_cast<int>(c.labels.size());
+    } else if (ends("ForPreTraining")) {
+      h.pooler = h.masked_lm = h.next_sentence = true;
+    } else if (ends("ForMaskedLM")) {
+      h.masked_lm = true;
+    } else if (!ends("LMHeadModel")) {
+      fail("architecture \"", a, "\" is not supported (use *Model, *ForSequenceClassification, *ForPreTraining, "
+           "*ForMaskedLM or GPT2LMHeadModel)");
+    }
+    if ((h.next_sentence || h.pooler) && c.family != Family::bert && c.family != Family::roberta)
+      h.pooler = h.next_sentence = false;
+    return h;
+  }
 };
 
 template <class T>
@@ -155,10 +182,12 @@ class Transformer {
   // Same, reusing the buffers of `result` from an earlier call (no allocation when shapes repeat).
   void forward_into(const Batch& batch, const ForwardOptions<T>& options, ForwardResult<T>& result) const;
 
+  // The embedding block alone: [B, L] ids -> out [B, L, H] (what hook_embed sees). No validation.
+  void embed(const Batch& batch, T* out) const;
+
  private:
   using Workspace = detail::ForwardScratch<T>;
   void validate_batch(const Batch& batch) const;
-  void embed(const Batch& batch, T* out) const;
   void block_forward(int layer, const Batch& batch, const T* in, T* out, T* attn, Workspace& ws,
                      const ForwardOptions<T>& options) const;
   void attention(int layer, const Batch& batch, T* attn, Workspace& ws, const ForwardOptions<T>& options) const;

@@ -14,15 +14,21 @@ Sources (all from this interpreter, no downloads):
   - str.isspace(): the separators of str.split() (BERT's whitespace_tokenize).
 
 Layout of the generated header (namespace darkbert::unicode::detail):
-  char_records[]        distinct (category, flags) records
-  stage1[], stage2      two-stage table: code point -> record index (blocks of 2^BLOCK_SHIFT code points;
-                        stage2 is a string literal, one character per code point, record = char - 35)
-  lower_single[]        {cp, lower} for every cp whose str.lower() is one other code point
-  lower_multi[]         {cp, n, a, b, c} for the few whose str.lower() has several code points (U+0130)
+  char_records[]        distinct (category, flags) records (flags: the CharFlag bits of unicode.hpp)
+  alphabet              91 printable ASCII characters used as digits by the two string-literal tables
+  stage1, stage2        two-stage table: code point -> record index. stage1 holds two digits (the block
+                        number) per block of 2^block_shift code points; stage2 one digit (record index) per
+                        code point of each distinct block. block_shift is chosen to minimise the size.
+  lower_runs[]          {first, count, stride, delta}: cp = first + k*stride (k < count) lower-cases to
+                        cp + delta (str.lower() results of one code point)
+  lower_multi[]         {cp, n, to[3]} for the few whose str.lower() has several code points (U+0130)
   ccc_ranges[]          {first, last, ccc} runs of equal non-zero canonical combining class
-  decomp_index[], decomp_pool[]   full canonical decompositions (already canonically ordered); Hangul
-                        syllables are algorithmic and not listed
-  compose_pairs[]       {(first << 21) | second, composite}, sorted: primary composites for NFC
+  decomp_keys[], decomp_offsets[], decomp_pool[]
+                        full canonical decompositions (already canonically ordered); Hangul syllables are
+                        algorithmic and not listed
+  compose_pairs[]       {first, second, composite}, sorted: primary composites for NFC
+The script asserts the properties unicode.hpp relies on (e.g. lower-casing and NFD never create
+whitespace; nothing below U+0300 combines).
 """
 import os
 import sys

@@ -1,6 +1,5 @@
 #pragma once
-// Helpers shared by the tokenizer models: reading a vocabulary file, and string-keyed maps that can be
-// searched with a std::string_view without building a std::string.
+// Helpers shared by the tokenizer models: reading a vocabulary file (string-keyed maps: core/string_map.hpp).
 
 #include <cstddef>        // std::size_t
 #include <filesystem>     // std::filesystem::path, exists
@@ -12,17 +11,12 @@
 #include <unordered_map>  // std::unordered_map
 
 #include "darkbert/core/error.hpp"
+#include "darkbert/core/string_map.hpp"
 
 namespace darkbert::detail {
 
-struct StringHash {
-  using is_transparent = void;  // enables find(std::string_view)
-  std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
-};
-
-// token string -> id, searchable with string_view keys.
-template <class Value>
-using StringMap = std::unordered_map<std::string, Value, StringHash, std::equal_to<>>;
+using darkbert::StringHash;
+using darkbert::StringMap;
 
 // The whole file as bytes; `what` names the file's role in the error ("vocab file", "merges file").
 inline std::string read_text_file(const std::filesystem::path& path, const char* what) {
