@@ -20,9 +20,9 @@
 #include "darkbert/viz/attention_grid.hpp"
 #include "test_support.hpp"
 
-using darkbert::attention_grid_options;
+using darkbert::AttentionGridOptions;
 using darkbert::Matrix;
-using darkbert::rgb_color;
+using darkbert::RgbColor;
 
 namespace {
 
@@ -50,7 +50,7 @@ struct png_image {
   ~png_image() { cairo_surface_destroy(surface); }
   int width() const { return cairo_image_surface_get_width(surface); }
   int height() const { return cairo_image_surface_get_height(surface); }
-  rgb_color at(double x, double y) const {
+  RgbColor at(double x, double y) const {
     const int px = static_cast<int>(x * scale), py = static_cast<int>(y * scale);
     REQUIRE(px >= 0);
     REQUIRE(py >= 0);
@@ -64,12 +64,12 @@ struct png_image {
   double scale;
 };
 
-bool near(rgb_color a, rgb_color b, double tolerance = 1.5 / 255) {
+bool near(RgbColor a, RgbColor b, double tolerance = 1.5 / 255) {
   return std::abs(a.r - b.r) <= tolerance && std::abs(a.g - b.g) <= tolerance && std::abs(a.b - b.b) <= tolerance;
 }
 
 // Centre of cell (i, j) of a panel with `rows` x `cols` cells.
-std::pair<double, double> cell_center(const darkbert::figure_rect& panel, int rows, int cols, int i, int j) {
+std::pair<double, double> cell_center(const darkbert::FigureRect& panel, int rows, int cols, int i, int j) {
   return {panel.x + (j + 0.5) * panel.width / cols, panel.y + (i + 0.5) * panel.height / rows};
 }
 
@@ -90,7 +90,7 @@ std::vector<float> marked_grid(auto scale) {
 TEST_CASE("attention grid PNG: each panel in its place with its marked cell") {
   const auto dir = darkbert::test::scratch_dir("viz_grid_png");
   const auto data = marked_grid([](int, int) { return 1.0f; });
-  attention_grid_options o;
+  AttentionGridOptions o;
   o.title = "Attention maps";
   const auto g = darkbert::write_attention_grid(dir / "g.png", 3, 4, 5, 5, data.data(), o);
   CHECK(g.grid_rows == 3);
@@ -125,7 +125,7 @@ TEST_CASE("attention grid PNG: each panel in its place with its marked cell") {
 TEST_CASE("attention grid: scale_each_panel maps every panel's maximum to the top colour") {
   const auto dir = darkbert::test::scratch_dir("viz_grid_each");
   const auto data = marked_grid([](int r, int c) { return static_cast<float>(1 + r * 4 + c) * 10; });
-  attention_grid_options o;
+  AttentionGridOptions o;
   o.scale_each_panel = true;
   const auto g = darkbert::write_attention_grid(dir / "g.png", 3, 4, 5, 5, data.data(), o);
   const png_image png(dir / "g.png", g.pixels_per_point);
@@ -148,7 +148,7 @@ TEST_CASE("attention grid: scale_each_panel maps every panel's maximum to the to
 TEST_CASE("attention grid SVG: title, row/column titles and numbers") {
   const auto dir = darkbert::test::scratch_dir("viz_grid_svg");
   const auto data = marked_grid([](int, int) { return 1.0f; });
-  attention_grid_options o;
+  AttentionGridOptions o;
   o.title = "Sentence 17";
   o.row_first = 1;
   o.col_first = 1;
@@ -191,7 +191,7 @@ TEST_CASE("attention grid: 128 x 128 maps in small panels keep a visible diagona
   std::vector<double> data(2 * 2 * 128 * 128, 0.0);
   for (int k = 0; k < 4; ++k)
     for (int i = 0; i < 128; ++i) data[static_cast<std::size_t>(k * 128 * 128 + i * 128 + i)] = 1.0;
-  attention_grid_options o;
+  AttentionGridOptions o;
   o.panel_size = 40;  // 0.31 points, 0.62 pixels per cell
   const auto g = darkbert::write_attention_grid(dir / "g.png", 2, 2, 128, 128, data.data(), o);
   CHECK(g.first_panel.width == 40);
@@ -222,7 +222,7 @@ TEST_CASE("attention grid errors name the path and the problem") {
         path + ": cannot draw an empty grid (0 x 1 panels)");
   CHECK(message_of([&] { darkbert::write_attention_grid<float>(path, 1, 1, 4, 4, nullptr); }) ==
         path + ": no data for a [1, 1, 4, 4] attention grid");
-  attention_grid_options o;
+  AttentionGridOptions o;
   o.scale_each_panel = true;
   o.vmax = 1;
   CHECK(message_of([&] { darkbert::write_attention_grid(path, 1, 1, 4, 4, data.data(), o); }) ==

@@ -45,7 +45,7 @@ struct png_image {
   ~png_image() { cairo_surface_destroy(surface); }
   int width() const { return cairo_image_surface_get_width(surface); }
   int height() const { return cairo_image_surface_get_height(surface); }
-  darkbert::rgb_color at(double x, double y) const {
+  darkbert::RgbColor at(double x, double y) const {
     const int px = static_cast<int>(x * scale), py = static_cast<int>(y * scale);
     REQUIRE(px >= 0);
     REQUIRE(py >= 0);
@@ -59,16 +59,16 @@ struct png_image {
   double scale;
 };
 
-bool near(darkbert::rgb_color a, darkbert::rgb_color b, double tolerance = 1.5 / 255) {
+bool near(darkbert::RgbColor a, darkbert::RgbColor b, double tolerance = 1.5 / 255) {
   return std::abs(a.r - b.r) <= tolerance && std::abs(a.g - b.g) <= tolerance && std::abs(a.b - b.b) <= tolerance;
 }
 
 }  // namespace
 
 TEST_CASE("format_of: by extension, case-insensitive; anything else is an error naming the path") {
-  CHECK(viz::format_of("a/b.png") == viz::file_format::png);
-  CHECK(viz::format_of("b.SVG") == viz::file_format::svg);
-  CHECK(viz::format_of("c.Pdf") == viz::file_format::pdf);
+  CHECK(viz::format_of("a/b.png") == viz::FileFormat::png);
+  CHECK(viz::format_of("b.SVG") == viz::FileFormat::svg);
+  CHECK(viz::format_of("c.Pdf") == viz::FileFormat::pdf);
   CHECK(message_of([] { viz::format_of("out/fig.jpg"); }) ==
         "out/fig.jpg: unknown figure format '.jpg' (the file name must end in .png, .svg or .pdf)");
   CHECK(message_of([] { viz::format_of("out/fig"); }).find("out/fig: unknown figure format ''") == 0);
@@ -92,8 +92,8 @@ TEST_CASE("printable replaces control characters") {
 }
 
 TEST_CASE("text_measure: widths grow with the text and scale with the font size") {
-  const viz::text_measure m;
-  const viz::font small{10, false}, big{20, false};
+  const viz::TextMeasure m;
+  const viz::Font small{10, false}, big{20, false};
   CHECK(m.width("W", small) > 0);
   CHECK(m.width("WW", small) == doctest::Approx(2 * m.width("W", small)));
   CHECK(m.width("layer", big) == doctest::Approx(2 * m.width("layer", small)).epsilon(0.01));
@@ -105,11 +105,11 @@ TEST_CASE("text_measure: widths grow with the text and scale with the font size"
 
 TEST_CASE("canvas writes a PNG of the requested size with the drawn colours") {
   const auto dir = darkbert::test::scratch_dir("viz_canvas_png");
-  viz::canvas c(viz::file_format::png, 100.5, 50, 2, "t.png");
+  viz::Canvas c(viz::FileFormat::png, 100.5, 50, 2, "t.png");
   c.fill_rect({10, 10, 20, 20}, {1, 0, 0});
   const std::vector<std::uint32_t> pixels{viz::pixel({0, 0, 1}), viz::pixel({0, 1, 0})};  // 1 x 2 cells
   c.image({40, 10, 40, 20}, 1, 2, pixels, /*smooth=*/false);
-  c.text("label", 10, 45, {9, false}, viz::h_align::left, viz::v_align::baseline);
+  c.text("label", 10, 45, {9, false}, viz::HAlign::left, viz::VAlign::baseline);
   viz::write_file(dir / "t.png", c.finish("t.png"));
   const png_image png(dir / "t.png", 2);
   CHECK(png.width() == 201);  // ceil(100.5 * 2)
@@ -127,8 +127,8 @@ TEST_CASE("canvas writes a PNG of the requested size with the drawn colours") {
 
 TEST_CASE("canvas SVG: text is real, escaped <text>; sharp images are enlarged and marked pixelated") {
   const auto dir = darkbert::test::scratch_dir("viz_canvas_svg");
-  viz::canvas c(viz::file_format::svg, 120, 60, 1, "t.svg");
-  c.text("a < b & \"c\"", 5, 20, {9, true}, viz::h_align::center, viz::v_align::middle, -90, {1, 0, 0});
+  viz::Canvas c(viz::FileFormat::svg, 120, 60, 1, "t.svg");
+  c.text("a < b & \"c\"", 5, 20, {9, true}, viz::HAlign::center, viz::VAlign::middle, -90, {1, 0, 0});
   const std::vector<std::uint32_t> pixels(4, viz::pixel({0, 0, 1}));
   c.image({10, 10, 40, 40}, 2, 2, pixels, false);  // 20-point cells
   const std::string svg = c.finish("t.svg");
@@ -151,17 +151,17 @@ TEST_CASE("canvas SVG: text is real, escaped <text>; sharp images are enlarged a
 }
 
 TEST_CASE("canvas PDF starts with the PDF header") {
-  viz::canvas c(viz::file_format::pdf, 100, 100, 1, "t.pdf");
-  c.text("x", 10, 10, {9, false}, viz::h_align::left, viz::v_align::top);
+  viz::Canvas c(viz::FileFormat::pdf, 100, 100, 1, "t.pdf");
+  c.text("x", 10, 10, {9, false}, viz::HAlign::left, viz::VAlign::top);
   CHECK(c.finish("t.pdf").rfind("%PDF-", 0) == 0);
 }
 
 TEST_CASE("canvas and write_file errors name the file") {
-  CHECK(message_of([] { viz::canvas(viz::file_format::png, 0, 10, 1, "z.png"); }) ==
+  CHECK(message_of([] { viz::Canvas(viz::FileFormat::png, 0, 10, 1, "z.png"); }) ==
         "z.png: figure size 0 x 10 points is not positive");
-  CHECK(message_of([] { viz::canvas(viz::file_format::png, 20000, 10, 2, "huge.png"); })
+  CHECK(message_of([] { viz::Canvas(viz::FileFormat::png, 20000, 10, 2, "huge.png"); })
             .find("huge.png: figure would be 40000 x 20 pixels, more than cairo's limit of 32767") == 0);
-  CHECK(message_of([] { viz::canvas(viz::file_format::svg, 10, 2e5, 1, "tall.svg"); }) ==
+  CHECK(message_of([] { viz::Canvas(viz::FileFormat::svg, 10, 2e5, 1, "tall.svg"); }) ==
         "tall.svg: figure size 10 x 200000 points is larger than 100000 (use a smaller cell size)");
   const auto dir = darkbert::test::scratch_dir("viz_canvas_errors");
   const auto missing = dir / "no_such_dir" / "f.png";

@@ -24,7 +24,7 @@ std::string message_of(auto&& f) {
   return "(no error)";
 }
 
-viz::value_range range_of(const std::vector<double>& v, std::optional<double> lo = {}, std::optional<double> hi = {},
+viz::ValueRange range_of(const std::vector<double>& v, std::optional<double> lo = {}, std::optional<double> hi = {},
                           bool diverging = false) {
   return viz::resolve_range(v.data(), v.size(), lo, hi, diverging, "fig.png");
 }
@@ -143,14 +143,14 @@ TEST_CASE("next_label_step runs 1, 2, 5, 10, 20, 50, 100") {
 }
 
 TEST_CASE("text_color_on: white on dark, black on light") {
-  const auto map = darkbert::colormap::viridis();
-  CHECK(viz::text_color_on(map(0)) == darkbert::rgb_color{1, 1, 1});
-  CHECK(viz::text_color_on(map(1)) == darkbert::rgb_color{0, 0, 0});
+  const auto map = darkbert::Colormap::viridis();
+  CHECK(viz::text_color_on(map(0)) == darkbert::RgbColor{1, 1, 1});
+  CHECK(viz::text_color_on(map(1)) == darkbert::RgbColor{0, 0, 0});
 }
 
 TEST_CASE("colorbar_ticks: numeric ticks, or the two end labels when given") {
-  const auto map = darkbert::colormap::viridis();
-  viz::colorbar_spec spec{&map, {0, 1}, "weight", false, {1, 1, 1}, {}, {}};
+  const auto map = darkbert::Colormap::viridis();
+  viz::ColorbarSpec spec{&map, {0, 1}, "weight", false, {1, 1, 1}, {}, {}};
   const auto ticks = viz::colorbar_ticks(spec);
   REQUIRE(ticks.size() == 6);
   CHECK(ticks.front().second == "0.0");
@@ -161,10 +161,10 @@ TEST_CASE("colorbar_ticks: numeric ticks, or the two end labels when given") {
   REQUIRE(ends.size() == 2);
   CHECK(ends[0] == std::pair<double, std::string>{0.0, "panel min"});
   CHECK(ends[1] == std::pair<double, std::string>{1.0, "panel max"});
-  const viz::text_measure measure;
-  const double label_width = measure.width("panel max", viz::style::tick);
-  CHECK(viz::colorbar_extent(measure, spec) > viz::style::colorbar_width + label_width);
+  const viz::TextMeasure measure;
+  const double label_width = measure.width("panel max", viz::Style::tick);
+  CHECK(viz::colorbar_extent(measure, spec) > viz::Style::colorbar_width + label_width);
   CHECK(viz::colorbar_swatch_height(spec) == 0);
   spec.nan_swatch = true;
-  CHECK(viz::colorbar_swatch_height(spec) > viz::style::colorbar_width);
+  CHECK(viz::colorbar_swatch_height(spec) > viz::Style::colorbar_width);
 }

@@ -11,13 +11,13 @@
 namespace {
 
 // CIE L* (D65) of an sRGB colour: the perceived lightness, 0 (black) to 100 (white).
-double lightness(darkbert::rgb_color c) {
+double lightness(darkbert::RgbColor c) {
   auto linear = [](double v) { return v <= 0.04045 ? v / 12.92 : std::pow((v + 0.055) / 1.055, 2.4); };
   const double y = 0.2126 * linear(c.r) + 0.7152 * linear(c.g) + 0.0722 * linear(c.b);
   return y > 216.0 / 24389 ? 116 * std::cbrt(y) - 16 : y * 24389.0 / 27;
 }
 
-void check_close(darkbert::rgb_color got, darkbert::rgb_color want, double tolerance) {
+void check_close(darkbert::RgbColor got, darkbert::RgbColor want, double tolerance) {
   CHECK(std::abs(got.r - want.r) <= tolerance);
   CHECK(std::abs(got.g - want.g) <= tolerance);
   CHECK(std::abs(got.b - want.b) <= tolerance);
@@ -35,7 +35,7 @@ std::string message_of(auto&& f) {
 }  // namespace
 
 TEST_CASE("viridis matches matplotlib's 256-entry table") {
-  const auto map = darkbert::colormap::viridis();
+  const auto map = darkbert::Colormap::viridis();
   CHECK(map.name() == "viridis");
   CHECK_FALSE(map.diverging());
   // Entries i of matplotlib's _viridis_data sit at t = i / 255. Resampling to 65 knots costs < 0.42/255.
@@ -48,7 +48,7 @@ TEST_CASE("viridis matches matplotlib's 256-entry table") {
 }
 
 TEST_CASE("viridis gets lighter all the way (perceptually ordered)") {
-  const auto map = darkbert::colormap::viridis();
+  const auto map = darkbert::Colormap::viridis();
   double previous = lightness(map(0));
   for (int i = 1; i <= 256; ++i) {
     const double now = lightness(map(i / 256.0));
@@ -60,7 +60,7 @@ TEST_CASE("viridis gets lighter all the way (perceptually ordered)") {
 }
 
 TEST_CASE("cool-warm is diverging: blue, neutral grey in the middle, red; lightest at zero") {
-  const auto map = darkbert::colormap::coolwarm();
+  const auto map = darkbert::Colormap::coolwarm();
   CHECK(map.name() == "coolwarm");
   CHECK(map.diverging());
   // Moreland's CoolWarmFloat33 table, first, middle and last rows.
@@ -78,23 +78,23 @@ TEST_CASE("cool-warm is diverging: blue, neutral grey in the middle, red; lighte
 }
 
 TEST_CASE("colormap interpolates linearly between knots and clamps outside [0, 1]") {
-  const darkbert::colormap grey("grey", {{0, 0, 0}, {1, 1, 1}});
+  const darkbert::Colormap grey("grey", {{0, 0, 0}, {1, 1, 1}});
   check_close(grey(0.25), {0.25, 0.25, 0.25}, 1e-12);
-  const darkbert::colormap three("three", {{0, 0, 0}, {1, 0, 0}, {1, 1, 0}});
+  const darkbert::Colormap three("three", {{0, 0, 0}, {1, 0, 0}, {1, 1, 0}});
   check_close(three(0.25), {0.5, 0, 0}, 1e-12);
   check_close(three(0.5), {1, 0, 0}, 1e-12);
   check_close(three(0.75), {1, 0.5, 0}, 1e-12);
   CHECK(three(-3) == three(0));
   CHECK(three(7) == three(1));
-  CHECK(three(1.0) == darkbert::rgb_color{1, 1, 0});
+  CHECK(three(1.0) == darkbert::RgbColor{1, 1, 0});
 }
 
 TEST_CASE("colormap errors name the map and the problem") {
-  CHECK(message_of([] { darkbert::colormap("one", {{0, 0, 0}}); }) ==
+  CHECK(message_of([] { darkbert::Colormap("one", {{0, 0, 0}}); }) ==
         "colormap 'one': needs at least 2 knots, got 1");
-  const std::string bad = message_of([] { darkbert::colormap("bad", {{0, 0, 0}, {0.5, 1.5, 0}}); });
+  const std::string bad = message_of([] { darkbert::Colormap("bad", {{0, 0, 0}, {0.5, 1.5, 0}}); });
   CHECK(bad.find("colormap 'bad': knot 1") != std::string::npos);
   CHECK(bad.find("outside [0, 1]") != std::string::npos);
-  const auto map = darkbert::colormap::viridis();
+  const auto map = darkbert::Colormap::viridis();
   CHECK(message_of([&] { map(std::nan("")); }) == "colormap 'viridis': position is NaN");
 }

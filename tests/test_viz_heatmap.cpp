@@ -20,9 +20,9 @@
 #include "darkbert/viz/heatmap.hpp"
 #include "test_support.hpp"
 
-using darkbert::heatmap_options;
+using darkbert::HeatmapOptions;
 using darkbert::Matrix;
-using darkbert::rgb_color;
+using darkbert::RgbColor;
 
 namespace {
 
@@ -50,7 +50,7 @@ struct png_image {
   ~png_image() { cairo_surface_destroy(surface); }
   int width() const { return cairo_image_surface_get_width(surface); }
   int height() const { return cairo_image_surface_get_height(surface); }
-  rgb_color at(double x, double y) const {
+  RgbColor at(double x, double y) const {
     const int px = static_cast<int>(x * scale), py = static_cast<int>(y * scale);
     REQUIRE(px >= 0);
     REQUIRE(py >= 0);
@@ -64,12 +64,12 @@ struct png_image {
   double scale;
 };
 
-bool near(rgb_color a, rgb_color b, double tolerance = 1.5 / 255) {
+bool near(RgbColor a, RgbColor b, double tolerance = 1.5 / 255) {
   return std::abs(a.r - b.r) <= tolerance && std::abs(a.g - b.g) <= tolerance && std::abs(a.b - b.b) <= tolerance;
 }
 
 // A point inside a cell near its top-left corner, away from the centred value text.
-std::pair<double, double> corner_of(const darkbert::figure_rect& cell) {
+std::pair<double, double> corner_of(const darkbert::FigureRect& cell) {
   return {cell.x + cell.width * 0.12, cell.y + cell.height * 0.12};
 }
 
@@ -108,8 +108,8 @@ Matrix<double> counting_matrix() {
   return m;
 }
 
-heatmap_options labelled_options() {
-  heatmap_options o;
+HeatmapOptions labelled_options() {
+  HeatmapOptions o;
   o.title = "Head scores";
   o.x = {"head", {}, 1};
   o.y = {"layer", {}, 1};
@@ -210,7 +210,7 @@ TEST_CASE("heatmap with token labels: every token shown, x tokens vertical, no o
   const std::vector<std::string> tokens{"[CLS]", "the", "comfort", "##able", "caf\xC3\xA9", "<&>", "[SEP]"};
   Matrix<float> pattern = Matrix<float>::Constant(7, 7, 1.0f / 7);
   pattern(2, 3) = 0.9f;
-  heatmap_options o;
+  HeatmapOptions o;
   o.title = "Layer 3, head 7";
   o.x = {"key", tokens};
   o.y = {"query", tokens};
@@ -251,7 +251,7 @@ TEST_CASE("heatmap: raw buffer and Eigen inputs give the same file; transposes a
   CHECK(g.rows == 3);
   CHECK(g.cols == 2);
   const png_image png(dir / "t.png", g.pixels_per_point);
-  const auto map = darkbert::colormap::viridis();
+  const auto map = darkbert::Colormap::viridis();
   for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 2; ++j) {
       const auto [x, y] = corner_of(g.cell(i, j));
@@ -263,8 +263,8 @@ TEST_CASE("heatmap scales: diverging map centres zero; vmin/vmax clamp; flat dat
   const auto dir = darkbert::test::scratch_dir("viz_heatmap_scales");
   Matrix<double> m(1, 3);
   m << -2, 0, 1;
-  heatmap_options o;
-  o.map = darkbert::colormap::coolwarm();
+  HeatmapOptions o;
+  o.map = darkbert::Colormap::coolwarm();
   auto g = darkbert::write_heatmap(dir / "d.png", m, o);
   CHECK(g.vmin == -2);
   CHECK(g.vmax == 2);
@@ -277,7 +277,7 @@ TEST_CASE("heatmap scales: diverging map centres zero; vmin/vmax clamp; flat dat
     std::tie(x, y) = corner_of(g.cell(0, 2));
     CHECK(near(png.at(x, y), o.map(0.75)));
   }
-  heatmap_options clamp;
+  HeatmapOptions clamp;
   clamp.vmin = -1;
   clamp.vmax = 0.5;
   g = darkbert::write_heatmap(dir / "c.png", m, clamp);
@@ -301,7 +301,7 @@ TEST_CASE("heatmap annotation: automatic for small matrices, off for large ones,
   Matrix<double> big(40, 50);
   for (int i = 0; i < 40; ++i)
     for (int j = 0; j < 50; ++j) big(i, j) = std::sin(0.3 * i) * std::cos(0.2 * j);
-  heatmap_options o;
+  HeatmapOptions o;
   auto g = darkbert::write_heatmap(dir / "big.svg", big, o);
   CHECK_FALSE(g.annotated);
   auto labels = text_set(svg_texts(dir / "big.svg"));
@@ -310,17 +310,17 @@ TEST_CASE("heatmap annotation: automatic for small matrices, off for large ones,
   CHECK(labels.count("40") == 1);
   CHECK(labels.count("0.5") == 1);  // colour-bar tick labels
   CHECK(labels.count("-0.5") == 1);
-  o.annotate = darkbert::cell_values::show;
+  o.annotate = darkbert::CellValues::show;
   g = darkbert::write_heatmap(dir / "big_values.svg", big, o);
   CHECK(g.annotated);
   CHECK(svg_texts(dir / "big_values.svg").size() > 2000);
   Matrix<double> small(2, 2);
   small << 0.5, 0.25, 0.125, 0;
-  o.annotate = darkbert::cell_values::hide;
+  o.annotate = darkbert::CellValues::hide;
   g = darkbert::write_heatmap(dir / "small.svg", small, o);
   CHECK_FALSE(g.annotated);
   CHECK(text_set(svg_texts(dir / "small.svg")).count("0.13") == 0);
-  o.annotate = darkbert::cell_values::automatic;
+  o.annotate = darkbert::CellValues::automatic;
   o.precision = 3;
   g = darkbert::write_heatmap(dir / "small3.svg", small, o);
   CHECK(g.annotated);
@@ -331,7 +331,7 @@ TEST_CASE("heatmap of a large matrix is smoothed, sized sensibly and still shows
   const auto dir = darkbert::test::scratch_dir("viz_heatmap_large");
   Matrix<double> m = Matrix<double>::Zero(1000, 1000);
   for (int i = 0; i < 1000; ++i) m(i, i) = 1;
-  heatmap_options o;
+  HeatmapOptions o;
   o.pixels_per_point = 1;  // half a pixel per cell: cells are averaged
   const auto g = darkbert::write_heatmap(dir / "diag.png", m, o);
   CHECK(g.cells.width == doctest::Approx(500));  // the smallest automatic cell, half a point
@@ -360,7 +360,7 @@ TEST_CASE("heatmap errors name the path and the problem") {
         path + ": no data for a 2 x 2 heatmap");
   CHECK(message_of([&] { darkbert::write_heatmap<float>(path, -1, 2, nullptr); }) ==
         path + ": negative heatmap shape (-1 x 2)");
-  heatmap_options o;
+  HeatmapOptions o;
   o.x.labels = {"a", "b"};
   CHECK(message_of([&] { darkbert::write_heatmap(path, m, o); }) == path + ": 2 x labels for 3 columns");
   o = {};

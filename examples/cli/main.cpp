@@ -10,6 +10,7 @@
 #include "cmd_bench.hpp"
 #include "cmd_init.hpp"
 #include "cmd_run.hpp"
+#include "cmd_sweep.hpp"
 #include "cmd_tokenize.hpp"
 
 int main(int argc, char** argv) {
@@ -17,6 +18,7 @@ int main(int argc, char** argv) {
   CLI::App app{"darkbert: exact transformer forward passes, hooks and attention analysis"};
   app.require_subcommand(1);
   darkbert::cli::add_run_command(app);
+  darkbert::cli::add_sweep_command(app);
   darkbert::cli::add_tokenize_command(app);
   darkbert::cli::add_annotate_command(app);
   darkbert::cli::add_bench_command(app);

@@ -105,8 +105,9 @@ class AblationSweep {
     SweepResult result;
     Progress progress(cached ? "sweep (prefix-cached)" : "sweep (naive)",
                       static_cast<long>(batches_.size() * (list.size() + 1)), show_progress_);
-    const auto start = std::chrono::steady_clock::now();
     ForwardResult<T> base, ablated;  // reused buffers across the whole sweep
+    if (!batches_.empty()) model_.forward_into(batches_.front(), {}, base);  // warm-up, outside the timing
+    const auto start = std::chrono::steady_clock::now();
     for (const auto& batch : batches_) {
       ForwardOptions<T> options;
       options.keep_attentions = false;

@@ -24,31 +24,31 @@
 namespace darkbert {
 
 // How an attention grid looks. Every field has a default; set the ones you care about.
-struct attention_grid_options {
+struct AttentionGridOptions {
   std::string title;
   std::string row_title = "layer", col_title = "head";
   long row_first = 0, col_first = 0;          // number of the first row/column (1 = 1-based)
   std::string value_label = "attention weight";  // title of the colour bar
-  colormap map = colormap::viridis();
+  Colormap map = Colormap::viridis();
   std::optional<double> vmin, vmax;           // shared colour scale; default: the finite data range
   bool scale_each_panel = false;              // each panel from its own minimum (bottom colour) to maximum
   double panel_size = 0;                      // points per panel side; 0: from the grid size
   double pixels_per_point = 2;                // PNG resolution (2 = 144 dpi)
-  rgb_color nan_color{1, 1, 1};               // fill of NaN cells
+  RgbColor nan_color{1, 1, 1};               // fill of NaN cells
 };
 
 // Where the parts of a written grid are, in points (PNG pixels = points * pixels_per_point).
-struct attention_grid_geometry {
+struct AttentionGridGeometry {
   double width = 0, height = 0;
   double pixels_per_point = 1;            // of the PNG (1 for SVG and PDF)
   Index grid_rows = 0, grid_cols = 0;     // panels
   Index map_rows = 0, map_cols = 0;       // cells of one panel
-  figure_rect first_panel;                // panel (0, 0)
+  FigureRect first_panel;                // panel (0, 0)
   double pitch_x = 0, pitch_y = 0;        // distance between neighbouring panels
-  figure_rect colorbar;                   // vmin at its bottom edge, vmax at its top edge
+  FigureRect colorbar;                   // vmin at its bottom edge, vmax at its top edge
   double vmin = 0, vmax = 0;              // the shared scale ([0, 1] when each panel is scaled)
   // The rectangle of panel (row, col).
-  figure_rect panel(Index row, Index col) const {
+  FigureRect panel(Index row, Index col) const {
     return {first_panel.x + static_cast<double>(col) * pitch_x, first_panel.y + static_cast<double>(row) * pitch_y,
             first_panel.width, first_panel.height};
   }
@@ -57,12 +57,12 @@ struct attention_grid_geometry {
 namespace detail::viz {
 
 // `data` is [grid_rows, grid_cols, map_rows, map_cols], row-major.
-inline attention_grid_geometry draw_attention_grid(const std::filesystem::path& path, Index grid_rows,
+inline AttentionGridGeometry draw_attention_grid(const std::filesystem::path& path, Index grid_rows,
                                                    Index grid_cols, Index map_rows, Index map_cols,
                                                    const std::vector<double>& data,
-                                                   const attention_grid_options& o) {
+                                                   const AttentionGridOptions& o) {
   const std::string where = path.string();
-  const file_format format = format_of(path);
+  const FileFormat format = format_of(path);
   require(grid_rows > 0 && grid_cols > 0, where, ": cannot draw an empty grid (", grid_rows, " x ", grid_cols,
           " panels)");
   require(map_rows > 0 && map_cols > 0, where, ": cannot draw empty maps (", map_rows, " x ", map_cols, ")");
@@ -78,7 +78,7 @@ inline attention_grid_geometry draw_attention_grid(const std::filesystem::path& 
 
   const Index cells = map_rows * map_cols;
   const auto panel_data = [&](Index r, Index c) { return data.data() + (r * grid_cols + c) * cells; };
-  value_range shared{0, 1};
+  ValueRange shared{0, 1};
   if (!o.scale_each_panel) {
     shared = resolve_range(data.data(), data.size(), o.vmin, o.vmax, o.map.diverging(), where);
   }
@@ -86,7 +86,7 @@ inline attention_grid_geometry draw_attention_grid(const std::filesystem::path& 
   for (double v : data) any_nan = any_nan || std::isnan(v);
 
   // ---- layout, in points
-  text_measure measure;
+  TextMeasure measure;
   const double longest = static_cast<double>(std::max(grid_rows, grid_cols));
   const double side = o.panel_size > 0 ? o.panel_size : std::clamp(600.0 / longest, 16.0, 96.0);
   const double aspect = static_cast<double>(map_cols) / static_cast<double>(map_rows);
@@ -100,55 +100,55 @@ inline attention_grid_geometry draw_attention_grid(const std::filesystem::path& 
     while (needed > room * static_cast<double>(step)) step = next_label_step(step);
     return step;
   };
-  const double row_label_w = std::max(measure.width(std::to_string(o.row_first), style::tick),
-                                      measure.width(std::to_string(o.row_first + grid_rows - 1), style::tick));
-  const double col_label_w = std::max(measure.width(std::to_string(o.col_first), style::tick),
-                                      measure.width(std::to_string(o.col_first + grid_cols - 1), style::tick));
-  const Index row_step = label_step(pitch_y, measure.height(style::tick));
+  const double row_label_w = std::max(measure.width(std::to_string(o.row_first), Style::tick),
+                                      measure.width(std::to_string(o.row_first + grid_rows - 1), Style::tick));
+  const double col_label_w = std::max(measure.width(std::to_string(o.col_first), Style::tick),
+                                      measure.width(std::to_string(o.col_first + grid_cols - 1), Style::tick));
+  const Index row_step = label_step(pitch_y, measure.height(Style::tick));
   const Index col_step = label_step(pitch_x, col_label_w + 3);
 
-  const double title_height = o.title.empty() ? 0 : measure.height(style::title) + style::title_gap;
-  const double axis_title_height = measure.height(style::axis_title);
-  const double top = style::margin + title_height + (o.col_title.empty() ? 0 : axis_title_height + 3) +
-                     measure.height(style::tick) + 4;
-  const double left = style::margin + (o.row_title.empty() ? 0 : axis_title_height + style::label_gap) +
+  const double title_height = o.title.empty() ? 0 : measure.height(Style::title) + Style::title_gap;
+  const double axis_title_height = measure.height(Style::axis_title);
+  const double top = Style::margin + title_height + (o.col_title.empty() ? 0 : axis_title_height + 3) +
+                     measure.height(Style::tick) + 4;
+  const double left = Style::margin + (o.row_title.empty() ? 0 : axis_title_height + Style::label_gap) +
                       row_label_w + 4;
-  const figure_rect grid{left, top, static_cast<double>(grid_cols) * pitch_x - gap,
+  const FigureRect grid{left, top, static_cast<double>(grid_cols) * pitch_x - gap,
                          static_cast<double>(grid_rows) * pitch_y - gap};
 
-  colorbar_spec bar_spec{&o.map, shared, o.value_label, any_nan, o.nan_color, {}, {}};
+  ColorbarSpec bar_spec{&o.map, shared, o.value_label, any_nan, o.nan_color, {}, {}};
   if (o.scale_each_panel) {
     bar_spec.low_label = "panel min", bar_spec.high_label = "panel max";
   }
-  const figure_rect bar{grid.right() + style::colorbar_gap, grid.y, style::colorbar_width,
+  const FigureRect bar{grid.right() + Style::colorbar_gap, grid.y, Style::colorbar_width,
                         std::max(grid.height, 100.0)};
-  const double title_width = o.title.empty() ? 0 : measure.width(o.title, style::title);
-  const double width = std::max(bar.x + colorbar_extent(measure, bar_spec) + style::margin,
-                                title_width + 2 * style::margin);
-  const double height = std::max(grid.bottom(), bar.bottom() + colorbar_swatch_height(bar_spec)) + style::margin;
+  const double title_width = o.title.empty() ? 0 : measure.width(o.title, Style::title);
+  const double width = std::max(bar.x + colorbar_extent(measure, bar_spec) + Style::margin,
+                                title_width + 2 * Style::margin);
+  const double height = std::max(grid.bottom(), bar.bottom() + colorbar_swatch_height(bar_spec)) + Style::margin;
 
   // ---- drawing
-  const double ppp = format == file_format::png ? o.pixels_per_point : 1.0;
-  canvas c(format, width, height, ppp, where);
+  const double ppp = format == FileFormat::png ? o.pixels_per_point : 1.0;
+  Canvas c(format, width, height, ppp, where);
   if (!o.title.empty()) {
-    const double x = std::clamp(grid.center_x() - title_width / 2, style::margin, width - style::margin - title_width);
-    c.text(o.title, x, style::margin, style::title, h_align::left, v_align::top, 0, style::ink);
+    const double x = std::clamp(grid.center_x() - title_width / 2, Style::margin, width - Style::margin - title_width);
+    c.text(o.title, x, Style::margin, Style::title, HAlign::left, VAlign::top, 0, Style::ink);
   }
   if (!o.col_title.empty()) {
-    c.text(o.col_title, grid.center_x(), style::margin + title_height, style::axis_title, h_align::center,
-           v_align::top, 0, style::ink);
+    c.text(o.col_title, grid.center_x(), Style::margin + title_height, Style::axis_title, HAlign::center,
+           VAlign::top, 0, Style::ink);
   }
   if (!o.row_title.empty()) {
-    c.text(o.row_title, style::margin + measure.ascent(style::axis_title), grid.center_y(), style::axis_title,
-           h_align::center, v_align::baseline, -90, style::ink);
+    c.text(o.row_title, Style::margin + measure.ascent(Style::axis_title), grid.center_y(), Style::axis_title,
+           HAlign::center, VAlign::baseline, -90, Style::ink);
   }
   for (Index col = 0; col < grid_cols; col += col_step) {
     c.text(std::to_string(o.col_first + col), grid.x + static_cast<double>(col) * pitch_x + panel_w / 2, top - 4,
-           style::tick, h_align::center, v_align::bottom, 0, style::ink);
+           Style::tick, HAlign::center, VAlign::bottom, 0, Style::ink);
   }
   for (Index row = 0; row < grid_rows; row += row_step) {
     c.text(std::to_string(o.row_first + row), left - 4, grid.y + static_cast<double>(row) * pitch_y + panel_h / 2,
-           style::tick, h_align::right, v_align::middle, 0, style::ink);
+           Style::tick, HAlign::right, VAlign::middle, 0, Style::ink);
   }
 
   // Averaging when several cells share an output pixel keeps thin structure (a diagonal) visible.
@@ -158,7 +158,7 @@ inline attention_grid_geometry draw_attention_grid(const std::filesystem::path& 
   for (Index row = 0; row < grid_rows; ++row)
     for (Index col = 0; col < grid_cols; ++col) {
       const double* values = panel_data(row, col);
-      value_range range = shared;
+      ValueRange range = shared;
       if (o.scale_each_panel) {
         double lo = std::numeric_limits<double>::infinity(), hi = -lo;
         for (Index k = 0; k < cells; ++k)
@@ -171,15 +171,15 @@ inline attention_grid_geometry draw_attention_grid(const std::filesystem::path& 
         const double v = values[k];
         pixels[static_cast<std::size_t>(k)] = pixel(std::isnan(v) ? o.nan_color : o.map(range.position(v)));
       }
-      const figure_rect where_panel{grid.x + static_cast<double>(col) * pitch_x,
+      const FigureRect where_panel{grid.x + static_cast<double>(col) * pitch_x,
                                     grid.y + static_cast<double>(row) * pitch_y, panel_w, panel_h};
       c.image(where_panel, static_cast<int>(map_rows), static_cast<int>(map_cols), pixels, smooth);
-      c.stroke_rect(where_panel, style::ink, 0.4);
+      c.stroke_rect(where_panel, Style::ink, 0.4);
     }
   draw_colorbar(c, bar, bar_spec);
   write_file(path, c.finish(where));
 
-  attention_grid_geometry g;
+  AttentionGridGeometry g;
   g.width = width, g.height = height, g.pixels_per_point = ppp;
   g.grid_rows = grid_rows, g.grid_cols = grid_cols, g.map_rows = map_rows, g.map_cols = map_cols;
   g.first_panel = {grid.x, grid.y, panel_w, panel_h};
@@ -194,14 +194,14 @@ inline attention_grid_geometry draw_attention_grid(const std::filesystem::path& 
 // [grid_rows, grid_cols, map_rows, map_cols], e.g. one sequence's patterns [layers, heads, L, L].
 //
 //   std::vector<float> patterns(12 * 12 * L * L);          // from the model's hook_pattern of each layer
-//   darkbert::attention_grid_options o;
+//   darkbert::AttentionGridOptions o;
 //   o.title = "Attention maps, sentence 17";
 //   o.row_first = o.col_first = 1;                          // layers and heads numbered from 1
 //   darkbert::write_attention_grid("maps.png", 12, 12, L, L, patterns.data(), o);
 template <class T>
-attention_grid_geometry write_attention_grid(const std::filesystem::path& path, Index grid_rows, Index grid_cols,
+AttentionGridGeometry write_attention_grid(const std::filesystem::path& path, Index grid_rows, Index grid_cols,
                                              Index map_rows, Index map_cols, const T* data,
-                                             const attention_grid_options& options = {}) {
+                                             const AttentionGridOptions& options = {}) {
   static_assert(std::is_arithmetic_v<T>, "write_attention_grid needs numbers");
   require(grid_rows >= 0 && grid_cols >= 0 && map_rows >= 0 && map_cols >= 0, path.string(),
           ": negative attention grid shape [", grid_rows, ", ", grid_cols, ", ", map_rows, ", ", map_cols, "]");
@@ -218,8 +218,8 @@ attention_grid_geometry write_attention_grid(const std::filesystem::path& path, 
 //   std::vector<darkbert::Matrix<float>> maps = ...;       // 144 maps of L x L
 //   darkbert::write_attention_grid("maps.svg", maps, /*grid_cols=*/12);
 template <class Derived>
-attention_grid_geometry write_attention_grid(const std::filesystem::path& path, const std::vector<Derived>& maps,
-                                             Index grid_cols, const attention_grid_options& options = {}) {
+AttentionGridGeometry write_attention_grid(const std::filesystem::path& path, const std::vector<Derived>& maps,
+                                             Index grid_cols, const AttentionGridOptions& options = {}) {
   static_assert(std::is_arithmetic_v<typename Derived::Scalar>, "write_attention_grid needs matrices of numbers");
   const std::string where = path.string();
   require(!maps.empty(), where, ": no attention maps to draw");

@@ -30,7 +30,7 @@
 namespace darkbert {
 
 // A rectangle in a figure, in points from the top-left corner (PNG pixels = points * pixels_per_point).
-struct figure_rect {
+struct FigureRect {
   double x = 0, y = 0, width = 0, height = 0;
   double right() const { return x + width; }
   double bottom() const { return y + height; }
@@ -40,15 +40,15 @@ struct figure_rect {
 
 namespace detail::viz {
 
-enum class file_format { png, svg, pdf };
+enum class FileFormat { png, svg, pdf };
 
 // The format named by the extension of `path` (case-insensitive .png, .svg, .pdf).
-inline file_format format_of(const std::filesystem::path& path) {
+inline FileFormat format_of(const std::filesystem::path& path) {
   std::string ext = path.extension().string();
   std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
-  if (ext == ".png") return file_format::png;
-  if (ext == ".svg") return file_format::svg;
-  if (ext == ".pdf") return file_format::pdf;
+  if (ext == ".png") return FileFormat::png;
+  if (ext == ".svg") return FileFormat::svg;
+  if (ext == ".pdf") return FileFormat::pdf;
   fail(path.string(), ": unknown figure format '", ext, "' (the file name must end in .png, .svg or .pdf)");
 }
 
@@ -85,10 +85,10 @@ inline std::string printable(std::string_view utf8) {
   return out;
 }
 
-enum class h_align { left, center, right };           // where the anchor is along the text
-enum class v_align { baseline, top, middle, bottom };  // middle = half the height of a digit above baseline
+enum class HAlign { left, center, right };           // where the anchor is along the text
+enum class VAlign { baseline, top, middle, bottom };  // middle = half the height of a digit above baseline
 
-struct font {
+struct Font {
   double size = 9;  // points
   bool bold = false;
 };
@@ -96,17 +96,17 @@ struct font {
 inline constexpr const char* cairo_font_family = "sans-serif";  // DejaVu Sans through fontconfig on Debian
 inline constexpr const char* svg_font_family = "DejaVu Sans, Verdana, Arial, sans-serif";
 
-struct cairo_deleter {
+struct CairoDeleter {
   void operator()(cairo_t* cr) const { cairo_destroy(cr); }
   void operator()(cairo_surface_t* surface) const { cairo_surface_destroy(surface); }
   void operator()(cairo_pattern_t* pattern) const { cairo_pattern_destroy(pattern); }
 };
-using context_ptr = std::unique_ptr<cairo_t, cairo_deleter>;
-using surface_ptr = std::unique_ptr<cairo_surface_t, cairo_deleter>;
-using pattern_ptr = std::unique_ptr<cairo_pattern_t, cairo_deleter>;
+using context_ptr = std::unique_ptr<cairo_t, CairoDeleter>;
+using surface_ptr = std::unique_ptr<cairo_surface_t, CairoDeleter>;
+using pattern_ptr = std::unique_ptr<cairo_pattern_t, CairoDeleter>;
 
 // Unhinted metrics, so a label measured once has the same width at every resolution and in every format.
-inline void set_font(cairo_t* cr, const font& f) {
+inline void set_font(cairo_t* cr, const Font& f) {
   cairo_font_options_t* options = cairo_font_options_create();
   cairo_font_options_set_hint_metrics(options, CAIRO_HINT_METRICS_OFF);
   cairo_font_options_set_hint_style(options, CAIRO_HINT_STYLE_NONE);
@@ -118,13 +118,13 @@ inline void set_font(cairo_t* cr, const font& f) {
 }
 
 // Measures text in points with the font setup used for drawing (layout happens before the surface exists).
-class text_measure {
+class TextMeasure {
  public:
-  text_measure()
+  TextMeasure()
       : surface_(cairo_image_surface_create(CAIRO_FORMAT_ARGB32, 1, 1)), cr_(cairo_create(surface_.get())) {}
 
   // Advance width of `utf8` (valid UTF-8).
-  double width(std::string_view utf8, const font& f) const {
+  double width(std::string_view utf8, const Font& f) const {
     set_font(cr_.get(), f);
     const std::string text = printable(utf8);
     cairo_text_extents_t extents;
@@ -132,12 +132,12 @@ class text_measure {
     return extents.x_advance;
   }
   // Distance from baseline to the top of the tallest glyphs, and below the baseline.
-  double ascent(const font& f) const { return extents(f).ascent; }
-  double descent(const font& f) const { return extents(f).descent; }
+  double ascent(const Font& f) const { return extents(f).ascent; }
+  double descent(const Font& f) const { return extents(f).descent; }
   // Height of a line of text: ascent + descent.
-  double height(const font& f) const { return ascent(f) + descent(f); }
+  double height(const Font& f) const { return ascent(f) + descent(f); }
   // Baseline offset that centres text vertically on a point: half the height of a digit.
-  double middle(const font& f) const {
+  double middle(const Font& f) const {
     set_font(cr_.get(), f);
     cairo_text_extents_t extents;
     cairo_text_extents(cr_.get(), "0", &extents);
@@ -145,7 +145,7 @@ class text_measure {
   }
 
  private:
-  cairo_font_extents_t extents(const font& f) const {
+  cairo_font_extents_t extents(const Font& f) const {
     set_font(cr_.get(), f);
     cairo_font_extents_t e;
     cairo_font_extents(cr_.get(), &e);
@@ -180,7 +180,7 @@ inline std::string xml_escape(std::string_view text) {
   return out;
 }
 
-inline std::string hex_color(rgb_color c) {
+inline std::string hex_color(RgbColor c) {
   auto byte = [](double v) { return static_cast<int>(std::lround(std::clamp(v, 0.0, 1.0) * 255)); };
   char buffer[8];
   std::snprintf(buffer, sizeof buffer, "#%02x%02x%02x", byte(c.r), byte(c.g), byte(c.b));
@@ -188,7 +188,7 @@ inline std::string hex_color(rgb_color c) {
 }
 
 // Packs a colour as cairo's RGB24 pixel (0x00RRGGBB).
-inline std::uint32_t pixel(rgb_color c) {
+inline std::uint32_t pixel(RgbColor c) {
   auto byte = [](double v) { return static_cast<std::uint32_t>(std::lround(std::clamp(v, 0.0, 1.0) * 255)); };
   return (byte(c.r) << 16) | (byte(c.g) << 8) | byte(c.b);
 }
@@ -205,55 +205,55 @@ inline void write_file(const std::filesystem::path& path, const std::string& byt
 
 // One figure being drawn. Draw, then finish() to get the file's bytes.
 //
-//   detail::viz::canvas c(file_format::png, 200, 100, /*pixels_per_point=*/2);
+//   detail::viz::Canvas c(FileFormat::png, 200, 100, /*pixels_per_point=*/2);
 //   c.fill_rect({10, 10, 50, 50}, {1, 0, 0});
-//   c.text("label", 70, 35, {9}, h_align::left, v_align::middle);
+//   c.text("label", 70, 35, {9}, HAlign::left, VAlign::middle);
 //   write_file("out.png", c.finish("out.png"));
-class canvas {
+class Canvas {
  public:
   // Largest PNG side cairo's image surfaces accept, and a sanity bound on any figure side (about 35 m).
   static constexpr int max_pixels = 32767;
   static constexpr double max_points = 100000;
 
-  canvas(file_format format, double width, double height, double pixels_per_point, const std::string& what)
+  Canvas(FileFormat format, double width, double height, double pixels_per_point, const std::string& what)
       : format_(format) {
     require(std::isfinite(width) && std::isfinite(height) && width > 0 && height > 0, what,
             ": figure size ", width, " x ", height, " points is not positive");
     require(width <= max_points && height <= max_points, what, ": figure size ", width, " x ", height,
             " points is larger than ", max_points, " (use a smaller cell size)");
-    if (format == file_format::png) {
+    if (format == FileFormat::png) {
       const double w = std::ceil(width * pixels_per_point), h = std::ceil(height * pixels_per_point);
       require(w <= max_pixels && h <= max_pixels, what, ": figure would be ", w, " x ", h,
               " pixels, more than cairo's limit of ", max_pixels, " (use a smaller cell size or pixels_per_point)");
       surface_.reset(cairo_image_surface_create(CAIRO_FORMAT_RGB24, static_cast<int>(w), static_cast<int>(h)));
-    } else if (format == file_format::svg) {
+    } else if (format == FileFormat::svg) {
       surface_.reset(cairo_svg_surface_create_for_stream(append_to_string, &bytes_, width, height));
     } else {
       surface_.reset(cairo_pdf_surface_create_for_stream(append_to_string, &bytes_, width, height));
     }
     check_surface(what);
     cr_.reset(cairo_create(surface_.get()));
-    if (format == file_format::png) cairo_scale(cr_.get(), pixels_per_point, pixels_per_point);
+    if (format == FileFormat::png) cairo_scale(cr_.get(), pixels_per_point, pixels_per_point);
     cairo_set_source_rgb(cr_.get(), 1, 1, 1);  // white background, to the last (partial) pixel
     cairo_paint(cr_.get());
   }
 
-  const text_measure& measure() const { return measure_; }
+  const TextMeasure& measure() const { return measure_; }
 
-  void fill_rect(const figure_rect& r, rgb_color c) {
+  void fill_rect(const FigureRect& r, RgbColor c) {
     cairo_set_source_rgb(cr_.get(), c.r, c.g, c.b);
     cairo_rectangle(cr_.get(), r.x, r.y, r.width, r.height);
     cairo_fill(cr_.get());
   }
 
-  void stroke_rect(const figure_rect& r, rgb_color c, double line_width) {
+  void stroke_rect(const FigureRect& r, RgbColor c, double line_width) {
     cairo_set_source_rgb(cr_.get(), c.r, c.g, c.b);
     cairo_set_line_width(cr_.get(), line_width);
     cairo_rectangle(cr_.get(), r.x, r.y, r.width, r.height);
     cairo_stroke(cr_.get());
   }
 
-  void line(double x0, double y0, double x1, double y1, rgb_color c, double line_width) {
+  void line(double x0, double y0, double x1, double y1, RgbColor c, double line_width) {
     cairo_set_source_rgb(cr_.get(), c.r, c.g, c.b);
     cairo_set_line_width(cr_.get(), line_width);
     cairo_move_to(cr_.get(), x0, y0);
@@ -262,7 +262,7 @@ class canvas {
   }
 
   // Diagonal lines `spacing` apart, clipped to `r` (marks missing values).
-  void hatch(const figure_rect& r, rgb_color c, double spacing, double line_width) {
+  void hatch(const FigureRect& r, RgbColor c, double spacing, double line_width) {
     cairo_save(cr_.get());
     cairo_rectangle(cr_.get(), r.x, r.y, r.width, r.height);
     cairo_clip(cr_.get());
@@ -278,7 +278,7 @@ class canvas {
 
   // `map` as a vertical gradient filling `r`: map(0) at the bottom, map(1) at the top. Exact, since the
   // map is itself linear between its knots.
-  void vertical_gradient(const figure_rect& r, const colormap& map) {
+  void vertical_gradient(const FigureRect& r, const Colormap& map) {
     pattern_ptr gradient(cairo_pattern_create_linear(0, r.bottom(), 0, r.y));
     const auto& knots = map.knots();
     for (std::size_t i = 0; i < knots.size(); ++i) {
@@ -294,9 +294,9 @@ class canvas {
   // keeps cells as sharp squares; true averages when many cells share a pixel, so a thin diagonal stays
   // visible. Sharp cells in SVG/PDF are embedded enlarged (each cell a block of pixels, 4 per point, at most
   // 4096 pixels a side), since many viewers smooth enlarged images whatever the file asks for.
-  void image(const figure_rect& r, int rows, int cols, const std::vector<std::uint32_t>& pixels, bool smooth) {
+  void image(const FigureRect& r, int rows, int cols, const std::vector<std::uint32_t>& pixels, bool smooth) {
     int k = 1;  // pixels per cell side in the embedded image
-    if (!smooth && format_ != file_format::png) {
+    if (!smooth && format_ != FileFormat::png) {
       const double cell = std::min(r.width / cols, r.height / rows);
       k = std::clamp(static_cast<int>(std::ceil(cell * 4)), 1, std::max(1, 4096 / std::max(rows, cols)));
     }
@@ -330,22 +330,22 @@ class canvas {
 
   // Draws `utf8` anchored at (x, y); `angle` in degrees, clockwise (-90 reads bottom to top). Alignment is
   // in the text's own frame, before rotation.
-  void text(std::string_view utf8, double x, double y, const font& f, h_align h, v_align v, double angle = 0,
-            rgb_color c = {0, 0, 0}) {
+  void text(std::string_view utf8, double x, double y, const Font& f, HAlign h, VAlign v, double angle = 0,
+            RgbColor c = {0, 0, 0}) {
     const std::string shown = printable(utf8);
-    const double dy = v == v_align::baseline ? 0
-                      : v == v_align::top    ? measure_.ascent(f)
-                      : v == v_align::middle ? measure_.middle(f)
+    const double dy = v == VAlign::baseline ? 0
+                      : v == VAlign::top    ? measure_.ascent(f)
+                      : v == VAlign::middle ? measure_.middle(f)
                                              : -measure_.descent(f);
-    if (format_ == file_format::svg) {  // a real <text> element, appended after cairo's drawing
+    if (format_ == FileFormat::svg) {  // a real <text> element, appended after cairo's drawing
       char head[256];
       std::snprintf(head, sizeof head,
                     "<text transform=\"translate(%.3f %.3f) rotate(%g)\" y=\"%.3f\" font-size=\"%g\"", x, y, angle,
                     dy, f.size);
       svg_text_ += head;
       if (f.bold) svg_text_ += " font-weight=\"bold\"";
-      if (h != h_align::left) svg_text_ += h == h_align::center ? " text-anchor=\"middle\"" : " text-anchor=\"end\"";
-      if (c != rgb_color{0, 0, 0}) {
+      if (h != HAlign::left) svg_text_ += h == HAlign::center ? " text-anchor=\"middle\"" : " text-anchor=\"end\"";
+      if (c != RgbColor{0, 0, 0}) {
         svg_text_ += " fill=\"";
         svg_text_ += hex_color(c);
         svg_text_ += '"';
@@ -355,8 +355,8 @@ class canvas {
       svg_text_ += "</text>\n";
       return;
     }
-    const double w = h == h_align::left ? 0 : measure_.width(shown, f);
-    const double dx = h == h_align::left ? 0 : h == h_align::center ? -w / 2 : -w;
+    const double w = h == HAlign::left ? 0 : measure_.width(shown, f);
+    const double dx = h == HAlign::left ? 0 : h == HAlign::center ? -w / 2 : -w;
     cairo_save(cr_.get());
     set_font(cr_.get(), f);
     cairo_set_source_rgb(cr_.get(), c.r, c.g, c.b);
@@ -372,14 +372,14 @@ class canvas {
     const cairo_status_t drawing = cairo_status(cr_.get());
     require(drawing == CAIRO_STATUS_SUCCESS, what, ": drawing failed: ", cairo_status_to_string(drawing));
     cr_.reset();
-    if (format_ == file_format::png) {
+    if (format_ == FileFormat::png) {
       const cairo_status_t s = cairo_surface_write_to_png_stream(surface_.get(), append_to_string, &bytes_);
       require(s == CAIRO_STATUS_SUCCESS, what, ": PNG encoding failed: ", cairo_status_to_string(s));
       return std::move(bytes_);
     }
     cairo_surface_finish(surface_.get());
     check_surface(what);
-    if (format_ == file_format::svg) finish_svg(what);
+    if (format_ == FileFormat::svg) finish_svg(what);
     return std::move(bytes_);
   }
 
@@ -404,13 +404,13 @@ class canvas {
     }
   }
 
-  file_format format_;
+  FileFormat format_;
   std::string bytes_;     // the file, filled by cairo's stream callback
   std::string svg_text_;  // <text> elements for SVG
   int sharp_images_ = 0, smooth_images_ = 0;
   surface_ptr surface_;
   context_ptr cr_;
-  text_measure measure_;
+  TextMeasure measure_;
 };
 
 }  // namespace detail::viz

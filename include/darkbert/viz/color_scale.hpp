@@ -19,7 +19,7 @@
 namespace darkbert::detail::viz {
 
 // Sizes shared by all figures, in points.
-struct style {
+struct Style {
   static constexpr double margin = 10;          // around the figure
   static constexpr double tick_length = 3.5;    // tick marks
   static constexpr double tick_gap = 2.5;       // tick mark -> tick label
@@ -28,15 +28,15 @@ struct style {
   static constexpr double colorbar_gap = 14;    // plot -> colour bar
   static constexpr double colorbar_width = 12;  // colour bar
   static constexpr double line_width = 0.8;     // frames and ticks
-  static constexpr font tick{9, false};
-  static constexpr font axis_title{10.5, false};
-  static constexpr font title{13, true};
-  static constexpr rgb_color ink{0.15, 0.15, 0.15};   // text, frames, ticks
-  static constexpr rgb_color hatch{0.55, 0.55, 0.55};  // the lines across missing (NaN) cells
+  static constexpr Font tick{9, false};
+  static constexpr Font axis_title{10.5, false};
+  static constexpr Font title{13, true};
+  static constexpr RgbColor ink{0.15, 0.15, 0.15};   // text, frames, ticks
+  static constexpr RgbColor hatch{0.55, 0.55, 0.55};  // the lines across missing (NaN) cells
 };
 
 // The values mapped to the two ends of the colour map.
-struct value_range {
+struct ValueRange {
   double lo = 0, hi = 1;
   // Position of v in the map, t in [0, 1] inside the range (the colour map clamps values outside it).
   double position(double v) const { return (v - lo) / (hi - lo); }
@@ -47,7 +47,7 @@ struct value_range {
 // sits on the neutral colour. A flat range (constant data) is widened so the scale stays readable.
 //
 //   auto range = resolve_range(values.data(), values.size(), std::nullopt, 1.0, false, "fig.png");
-inline value_range resolve_range(const double* values, std::size_t count, std::optional<double> vmin,
+inline ValueRange resolve_range(const double* values, std::size_t count, std::optional<double> vmin,
                                  std::optional<double> vmax, bool diverging, const std::string& what) {
   require(!vmin || std::isfinite(*vmin), what, ": vmin ", vmin.value_or(0), " is not finite");
   require(!vmax || std::isfinite(*vmax), what, ": vmax ", vmax.value_or(0), " is not finite");
@@ -84,7 +84,7 @@ inline std::ptrdiff_t next_label_step(std::ptrdiff_t step) {
 }
 
 // Round tick values inside [lo, hi]: multiples of 1, 2, 2.5 or 5 x 10^k, between 3 and 6 of them.
-inline std::vector<double> nice_ticks(const value_range& r) {
+inline std::vector<double> nice_ticks(const ValueRange& r) {
   const double span = r.hi - r.lo;
   const double magnitude = std::pow(10.0, std::floor(std::log10(span / 5)));
   double step = magnitude;
@@ -138,25 +138,25 @@ inline bool needs_scientific(double largest, int precision) {
 }
 
 // Black or white, whichever reads better on `background` (by its luma).
-inline rgb_color text_color_on(rgb_color background) {
+inline RgbColor text_color_on(RgbColor background) {
   const double luma = 0.299 * background.r + 0.587 * background.g + 0.114 * background.b;
-  return luma < 0.5 ? rgb_color{1, 1, 1} : rgb_color{0, 0, 0};
+  return luma < 0.5 ? RgbColor{1, 1, 1} : RgbColor{0, 0, 0};
 }
 
 // What a colour bar shows: the map, its range, a title, and (if the figure has missing values) a swatch
 // explaining how NaN cells look.
-struct colorbar_spec {
-  const colormap* map = nullptr;
-  value_range range;
+struct ColorbarSpec {
+  const Colormap* map = nullptr;
+  ValueRange range;
   std::string title;
   bool nan_swatch = false;
-  rgb_color nan_color{1, 1, 1};
+  RgbColor nan_color{1, 1, 1};
   // Replaces the numeric tick labels at the two ends (e.g. "min", "max" for per-panel scales); empty: numbers.
   std::string low_label, high_label;
 };
 
 // Tick values and their labels for a colour bar.
-inline std::vector<std::pair<double, std::string>> colorbar_ticks(const colorbar_spec& spec) {
+inline std::vector<std::pair<double, std::string>> colorbar_ticks(const ColorbarSpec& spec) {
   std::vector<std::pair<double, std::string>> out;
   if (!spec.low_label.empty() || !spec.high_label.empty()) {
     out.emplace_back(spec.range.lo, spec.low_label);
@@ -170,45 +170,45 @@ inline std::vector<std::pair<double, std::string>> colorbar_ticks(const colorbar
 }
 
 // Horizontal room a colour bar needs from its left edge: bar, ticks, tick labels, title.
-inline double colorbar_extent(const text_measure& measure, const colorbar_spec& spec) {
-  double labels = spec.nan_swatch ? measure.width("NaN", style::tick) : 0;
-  for (const auto& [value, label] : colorbar_ticks(spec)) labels = std::max(labels, measure.width(label, style::tick));
-  double extent = style::colorbar_width + style::tick_length + style::tick_gap + labels;
-  if (!spec.title.empty()) extent += style::label_gap + measure.height(style::axis_title);
+inline double colorbar_extent(const TextMeasure& measure, const ColorbarSpec& spec) {
+  double labels = spec.nan_swatch ? measure.width("NaN", Style::tick) : 0;
+  for (const auto& [value, label] : colorbar_ticks(spec)) labels = std::max(labels, measure.width(label, Style::tick));
+  double extent = Style::colorbar_width + Style::tick_length + Style::tick_gap + labels;
+  if (!spec.title.empty()) extent += Style::label_gap + measure.height(Style::axis_title);
   return extent;
 }
 
 // Vertical room the NaN swatch needs below the bar (0 without one).
-inline double colorbar_swatch_height(const colorbar_spec& spec) {
-  return spec.nan_swatch ? 8 + style::colorbar_width : 0;
+inline double colorbar_swatch_height(const ColorbarSpec& spec) {
+  return spec.nan_swatch ? 8 + Style::colorbar_width : 0;
 }
 
 // Draws the colour bar filling `bar` (map(0) at the bottom), ticks and labels on its right, the title
 // rotated beside them, and the NaN swatch below.
-inline void draw_colorbar(canvas& c, const figure_rect& bar, const colorbar_spec& spec) {
+inline void draw_colorbar(Canvas& c, const FigureRect& bar, const ColorbarSpec& spec) {
   c.vertical_gradient(bar, *spec.map);
-  c.stroke_rect(bar, style::ink, style::line_width);
+  c.stroke_rect(bar, Style::ink, Style::line_width);
   double labels = 0;
   for (const auto& [value, label] : colorbar_ticks(spec)) {
     const double y = bar.bottom() - spec.range.position(value) * bar.height;
-    c.line(bar.right(), y, bar.right() + style::tick_length, y, style::ink, style::line_width);
-    c.text(label, bar.right() + style::tick_length + style::tick_gap, y, style::tick, h_align::left,
-           v_align::middle, 0, style::ink);
-    labels = std::max(labels, c.measure().width(label, style::tick));
+    c.line(bar.right(), y, bar.right() + Style::tick_length, y, Style::ink, Style::line_width);
+    c.text(label, bar.right() + Style::tick_length + Style::tick_gap, y, Style::tick, HAlign::left,
+           VAlign::middle, 0, Style::ink);
+    labels = std::max(labels, c.measure().width(label, Style::tick));
   }
   if (spec.nan_swatch) {
-    const figure_rect swatch{bar.x, bar.bottom() + 8, bar.width, bar.width};
+    const FigureRect swatch{bar.x, bar.bottom() + 8, bar.width, bar.width};
     c.fill_rect(swatch, spec.nan_color);
-    c.hatch(swatch, style::hatch, 3, 0.6);
-    c.stroke_rect(swatch, style::ink, style::line_width);
-    c.text("NaN", bar.right() + style::tick_length + style::tick_gap, swatch.center_y(), style::tick,
-           h_align::left, v_align::middle, 0, style::ink);
-    labels = std::max(labels, c.measure().width("NaN", style::tick));
+    c.hatch(swatch, Style::hatch, 3, 0.6);
+    c.stroke_rect(swatch, Style::ink, Style::line_width);
+    c.text("NaN", bar.right() + Style::tick_length + Style::tick_gap, swatch.center_y(), Style::tick,
+           HAlign::left, VAlign::middle, 0, Style::ink);
+    labels = std::max(labels, c.measure().width("NaN", Style::tick));
   }
   if (!spec.title.empty()) {
-    const double x = bar.right() + style::tick_length + style::tick_gap + labels + style::label_gap +
-                     c.measure().ascent(style::axis_title);
-    c.text(spec.title, x, bar.center_y(), style::axis_title, h_align::center, v_align::baseline, -90, style::ink);
+    const double x = bar.right() + Style::tick_length + Style::tick_gap + labels + Style::label_gap +
+                     c.measure().ascent(Style::axis_title);
+    c.text(spec.title, x, bar.center_y(), Style::axis_title, HAlign::center, VAlign::baseline, -90, Style::ink);
   }
 }
 

@@ -14,20 +14,20 @@
 namespace darkbert {
 
 // An sRGB colour, each component in [0, 1].
-struct rgb_color {
+struct RgbColor {
   double r = 0, g = 0, b = 0;
-  friend bool operator==(const rgb_color&, const rgb_color&) = default;
+  friend bool operator==(const RgbColor&, const RgbColor&) = default;
 };
 
 // Maps t in [0, 1] to a colour by linear interpolation between evenly spaced knots.
 //
-//   const auto map = darkbert::colormap::viridis();
-//   darkbert::rgb_color low = map(0.0), high = map(1.0), mid = map(0.5);
-//   darkbert::colormap grey("grey", {{0, 0, 0}, {1, 1, 1}});   // your own, at least two knots
-class colormap {
+//   const auto map = darkbert::Colormap::viridis();
+//   darkbert::RgbColor low = map(0.0), high = map(1.0), mid = map(0.5);
+//   darkbert::Colormap grey("grey", {{0, 0, 0}, {1, 1, 1}});   // your own, at least two knots
+class Colormap {
  public:
   // `diverging`: the middle knot is neutral, so figures centre the value scale on zero by default.
-  colormap(std::string name, std::vector<rgb_color> knots, bool diverging = false)
+  Colormap(std::string name, std::vector<RgbColor> knots, bool diverging = false)
       : name_(std::move(name)), knots_(std::move(knots)), diverging_(diverging) {
     require(knots_.size() >= 2, "colormap '", name_, "': needs at least 2 knots, got ", knots_.size());
     for (std::size_t i = 0; i < knots_.size(); ++i) {
@@ -38,25 +38,25 @@ class colormap {
   }
 
   // t is clamped to [0, 1]; NaN is an error (callers draw missing values with their own colour).
-  rgb_color operator()(double t) const {
+  RgbColor operator()(double t) const {
     require(!std::isnan(t), "colormap '", name_, "': position is NaN");
     const double x = std::clamp(t, 0.0, 1.0) * static_cast<double>(knots_.size() - 1);
     const auto i = std::min(static_cast<std::size_t>(std::floor(x)), knots_.size() - 2);
     const double f = x - static_cast<double>(i);
-    const rgb_color& a = knots_[i];
-    const rgb_color& b = knots_[i + 1];
+    const RgbColor& a = knots_[i];
+    const RgbColor& b = knots_[i + 1];
     return {a.r + f * (b.r - a.r), a.g + f * (b.g - a.g), a.b + f * (b.b - a.b)};
   }
 
   const std::string& name() const { return name_; }
-  const std::vector<rgb_color>& knots() const { return knots_; }
+  const std::vector<RgbColor>& knots() const { return knots_; }
   bool diverging() const { return diverging_; }
 
   // Viridis (van der Walt, Smith, Firing; CC0): dark blue -> green -> yellow, perceptually uniform and
   // readable in greyscale and by colour-blind readers. 65 knots resampled from matplotlib's 256-entry
   // table (largest deviation 0.42/255).
-  static colormap viridis() {
-    return colormap("viridis", {
+  static Colormap viridis() {
+    return Colormap("viridis", {
       {0.267004, 0.004874, 0.329415}, {0.272574, 0.025475, 0.353002}, {0.276987, 0.050151, 0.375542},
       {0.280234, 0.073155, 0.396917}, {0.282302, 0.094624, 0.417024}, {0.283189, 0.115279, 0.435759},
       {0.282902, 0.135449, 0.453035}, {0.281464, 0.155292, 0.468786}, {0.278919, 0.174879, 0.482972},
@@ -84,8 +84,8 @@ class colormap {
 
   // Cool-warm (K. Moreland, "Diverging Color Maps for Scientific Visualization", 2009; the 33-entry
   // CoolWarmFloat33 table, as in matplotlib's "coolwarm"): blue -> light grey -> red, for signed values.
-  static colormap coolwarm() {
-    return colormap("coolwarm", {
+  static Colormap coolwarm() {
+    return Colormap("coolwarm", {
       {0.229806, 0.298718, 0.753683}, {0.266234, 0.353095, 0.801467}, {0.303869, 0.406535, 0.844959},
       {0.342804, 0.458758, 0.883726}, {0.383013, 0.509419, 0.917388}, {0.424370, 0.558148, 0.945620},
       {0.466667, 0.604563, 0.968155}, {0.509635, 0.648281, 0.984788}, {0.552953, 0.688929, 0.995376},
@@ -102,7 +102,7 @@ class colormap {
 
  private:
   std::string name_;
-  std::vector<rgb_color> knots_;
+  std::vector<RgbColor> knots_;
   bool diverging_;
 };
 
