@@ -11,20 +11,10 @@
 #include <xtensor/xtensor.hpp>  // xt::xtensor
 
 #include "darkbert/analysis/attention_view.hpp"
+#include "test_support.hpp"
 
 using namespace darkbert;
-
-namespace {
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const darkbert::error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-}  // namespace
+using darkbert::test::message_of;
 
 TEST_CASE_TEMPLATE("contiguous [layers, heads, L, L] view addresses every element", T, float, double) {
   // 2 layers, 3 heads, L = 4; value = flat index, so each element names its own position.
@@ -95,24 +85,24 @@ TEST_CASE("contiguous view of a [layers, heads, L, L] xtensor") {
 
 TEST_CASE("bad shapes and indices are refused with a message") {
   std::vector<double> buffer(2 * 2 * 3 * 3, 0.0);
-  CHECK(error_of([&] { AttentionView<double>::contiguous(buffer.data(), 2, 2, 3, 4, false); }) ==
+  CHECK(message_of([&] { AttentionView<double>::contiguous(buffer.data(), 2, 2, 3, 4, false); }) ==
         "attention view: valid length n=4 must be in [1, L=3]");
-  CHECK(error_of([&] { AttentionView<double>::contiguous(buffer.data(), 2, 2, 3, 0, false); }) ==
+  CHECK(message_of([&] { AttentionView<double>::contiguous(buffer.data(), 2, 2, 3, 0, false); }) ==
         "attention view: valid length n=0 must be in [1, L=3]");
-  CHECK(error_of([&] { AttentionView<double>::contiguous(nullptr, 2, 2, 3, 2, false); }) ==
+  CHECK(message_of([&] { AttentionView<double>::contiguous(nullptr, 2, 2, 3, 2, false); }) ==
         "attention view: data pointer is null");
-  CHECK(error_of([&] { AttentionView<double>::contiguous(buffer.data(), 0, 2, 3, 2, false); }) ==
+  CHECK(message_of([&] { AttentionView<double>::contiguous(buffer.data(), 0, 2, 3, 2, false); }) ==
         "attention view: need at least one layer and one head, got layers=0 heads=2");
-  CHECK(error_of([&] { AttentionView<double>(buffer.data(), 2, 2, 3, 2, false, 10); }) ==
+  CHECK(message_of([&] { AttentionView<double>(buffer.data(), 2, 2, 3, 2, false, 10); }) ==
         "attention view: layer stride 10 is smaller than heads*L*L = 18 (maps of one layer would overlap)");
-  CHECK(error_of([&] { AttentionView<double>::batch_slice(buffer.data(), 1, 2, 2, 3, 2, 3, false); }) ==
+  CHECK(message_of([&] { AttentionView<double>::batch_slice(buffer.data(), 1, 2, 2, 3, 2, 3, false); }) ==
         "attention view: example 2 is outside the batch of 2");
   xt::xtensor<double, 5> not_square = xt::zeros<double>({1, 1, 1, 3, 4});
-  CHECK(error_of([&] { AttentionView<double>::batch_slice(not_square, 0, 3, false); }) ==
+  CHECK(message_of([&] { AttentionView<double>::batch_slice(not_square, 0, 3, false); }) ==
         "attention view: attention tensor [layers, B, heads, L, L] has L x L' = 3 x 4, expected square maps");
   const auto v = AttentionView<double>::contiguous(buffer.data(), 2, 2, 3, 2, false);
-  CHECK(error_of([&] { v.at(2, 0, 0, 0); }) == "attention view: (layer 2, head 0) is outside [2 layers, 2 heads]");
-  CHECK(error_of([&] { v.at(0, 0, 0, 2); }) ==
+  CHECK(message_of([&] { v.at(2, 0, 0, 0); }) == "attention view: (layer 2, head 0) is outside [2 layers, 2 heads]");
+  CHECK(message_of([&] { v.at(0, 0, 0, 2); }) ==
         "attention view: (query 0, key 2) is outside the valid block of length 2");
 }
 
@@ -127,17 +117,17 @@ TEST_CASE("validate accepts real attention maps and names the first broken row")
 
   std::vector<double> short_row = good;
   short_row[9 + 3] = 0.5;  // head 1 row 1 = [0.5, 1.0]
-  CHECK(error_of([&] { AttentionView<double>::contiguous(short_row.data(), 1, 2, 3, 2, false).validate(1e-6); }) ==
+  CHECK(message_of([&] { AttentionView<double>::contiguous(short_row.data(), 1, 2, 3, 2, false).validate(1e-6); }) ==
         "attention view: layer 0 head 1 row 1: weights of the allowed keys sum to 1.5, expected 1 (tolerance 1e-06); "
         "wrong layout or valid length?");
 
   std::vector<double> nan_cell = good;
   nan_cell[1] = NAN;
-  CHECK(error_of([&] { AttentionView<double>::contiguous(nan_cell.data(), 1, 2, 3, 2, false).validate(1e-6); }) ==
+  CHECK(message_of([&] { AttentionView<double>::contiguous(nan_cell.data(), 1, 2, 3, 2, false).validate(1e-6); }) ==
         "attention view: layer 0 head 0 row 0 key 1: weight nan is not a finite non-negative number");
 
   // Causal: row 0 of head 0 puts 0.5 on the future key 1.
-  CHECK(error_of([&] { AttentionView<double>::contiguous(good.data(), 1, 2, 3, 2, true).validate(1e-6); }) ==
+  CHECK(message_of([&] { AttentionView<double>::contiguous(good.data(), 1, 2, 3, 2, true).validate(1e-6); }) ==
         "attention view: layer 0 head 0 row 0 key 1: causal model puts weight 0.5 on a future key");
   std::vector<double> causal = {1.0, 0.0, N, 0.25, 0.75, N, N, N, N, 1.0, 0.0, N, 0.0, 1.0, N, N, N, N};
   AttentionView<double>::contiguous(causal.data(), 1, 2, 3, 2, true).validate(1e-12);

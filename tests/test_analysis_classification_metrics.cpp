@@ -3,39 +3,22 @@
 
 #include <doctest/doctest.h>
 
-#include <fstream>  // std::ifstream
 #include <string>   // std::string
 #include <vector>   // std::vector
 
-#include <nlohmann/json.hpp>  // golden file
-
 #include "darkbert/analysis/classification_metrics.hpp"
-#include "test_support.hpp"
+#include "analysis_test_support.hpp"
 
 using namespace darkbert;
+using darkbert::test::message_of;
+using darkbert::test::metrics_golden;
 
 namespace {
-nlohmann::json golden() {
-  std::ifstream in(test::golden_dir() / "metrics" / "classification.json");
-  REQUIRE(in.good());
-  return nlohmann::json::parse(in);
-}
-
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const darkbert::error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
 constexpr double kTol = 1e-12;
 }  // namespace
 
 TEST_CASE("every golden classification case: plain functions") {
-  const auto cases = golden()["cases"];
+  const auto cases = metrics_golden("classification.json")["cases"];
   REQUIRE(cases.size() >= 10);
   for (const auto& c : cases) {
     const std::string name = c["name"];
@@ -49,14 +32,14 @@ TEST_CASE("every golden classification case: plain functions") {
       CHECK(std::abs(f1_binary(y_true, y_pred) - c["f1_binary"].get<double>()) <= kTol);
     } else {
       // Multiclass cases have no binary F1; asking for one is an error, as in scikit-learn.
-      CHECK(error_of([&] { f1_binary(y_true, y_pred); }).rfind("f1_binary: label 2 is not 0 or 1", 0) == 0);
+      CHECK(message_of([&] { f1_binary(y_true, y_pred); }).rfind("f1_binary: label 2 is not 0 or 1", 0) == 0);
     }
     CHECK(std::abs(accuracy<float>(y_true, y_pred) - c["accuracy"].get<double>()) <= 1e-7);
   }
 }
 
 TEST_CASE("every golden classification case: streaming confusion matrix equals the whole-set result") {
-  const auto cases = golden()["cases"];  // keep the document alive for the loop
+  const auto cases = metrics_golden("classification.json")["cases"];  // keep the document alive for the loop
   for (const auto& c : cases) {
     const std::string name = c["name"];
     CAPTURE(name);
@@ -115,14 +98,14 @@ TEST_CASE("hand-checked multiclass F1 and MCC") {
 
 TEST_CASE("classification errors") {
   const std::vector<int> a = {0, 1}, b = {0};
-  CHECK(error_of([&] { accuracy(a, b); }) == "accuracy: 2 true labels but 1 predictions");
-  CHECK(error_of([&] { f1_macro(a, b); }) == "f1_macro: 2 true labels but 1 predictions");
-  CHECK(error_of([&] { matthews_corrcoef(std::vector<int>{}, std::vector<int>{}); }) ==
+  CHECK(message_of([&] { accuracy(a, b); }) == "accuracy: 2 true labels but 1 predictions");
+  CHECK(message_of([&] { f1_macro(a, b); }) == "f1_macro: 2 true labels but 1 predictions");
+  CHECK(message_of([&] { matthews_corrcoef(std::vector<int>{}, std::vector<int>{}); }) ==
         "matthews_corrcoef: no examples (empty input)");
-  CHECK(error_of([&] { accuracy(std::vector<int>{}, std::vector<int>{}); }) == "accuracy: no examples (empty input)");
+  CHECK(message_of([&] { accuracy(std::vector<int>{}, std::vector<int>{}); }) == "accuracy: no examples (empty input)");
   ConfusionMatrix empty;
-  CHECK(error_of([&] { empty.mcc(); }) == "mcc: no examples (empty input)");
-  CHECK(error_of([&] { empty.add(a, b); }) == "confusion matrix: 2 true labels but 1 predictions");
-  CHECK(error_of([&] { f1_binary(std::vector<int>{0, 3}, std::vector<int>{0, 0}); }) ==
+  CHECK(message_of([&] { empty.mcc(); }) == "mcc: no examples (empty input)");
+  CHECK(message_of([&] { empty.add(a, b); }) == "confusion matrix: 2 true labels but 1 predictions");
+  CHECK(message_of([&] { f1_binary(std::vector<int>{0, 3}, std::vector<int>{0, 0}); }) ==
         "f1_binary: label 3 is not 0 or 1 (binary F1 needs labels in {0, 1}; use f1_macro for other label sets)");
 }

@@ -4,34 +4,19 @@
 #include <doctest/doctest.h>
 
 #include <cmath>    // std::isnan
-#include <fstream>  // std::ifstream
 #include <string>   // std::string
 #include <vector>   // std::vector
 
 #include <nlohmann/json.hpp>  // golden file
 
 #include "darkbert/analysis/correlation.hpp"
-#include "test_support.hpp"
+#include "analysis_test_support.hpp"
 
 using namespace darkbert;
+using darkbert::test::message_of;
+using darkbert::test::metrics_golden;
 
 namespace {
-nlohmann::json golden() {
-  std::ifstream in(test::golden_dir() / "metrics" / "regression.json");
-  REQUIRE(in.good());
-  return nlohmann::json::parse(in);
-}
-
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const darkbert::error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
 // Golden value: a number, or the string "nan".
 void check_value(double got, const nlohmann::json& want, double tol) {
   if (want.is_string()) {
@@ -44,7 +29,7 @@ void check_value(double got, const nlohmann::json& want, double tol) {
 }  // namespace
 
 TEST_CASE("every golden regression case: pearson, spearman, streaming pearson") {
-  const auto cases = golden()["cases"];
+  const auto cases = metrics_golden("regression.json")["cases"];
   REQUIRE(cases.size() >= 9);
   for (const auto& c : cases) {
     const std::string name = c["name"];
@@ -87,11 +72,11 @@ TEST_CASE("scipy's conventions at the edges") {
   CHECK(pearson(std::vector<double>{2, 1}, std::vector<double>{5, -3}) == 1.0);
   // Spearman of fewer than two values is NaN (scipy), Pearson raises.
   CHECK(std::isnan(spearman(std::vector<double>{1}, std::vector<double>{2})));
-  CHECK(error_of([] { pearson(std::vector<double>{1}, std::vector<double>{2}); }) ==
+  CHECK(message_of([] { pearson(std::vector<double>{1}, std::vector<double>{2}); }) ==
         "pearson: needs at least 2 values, got 1");
   PearsonAccumulator<double> one;
   one.add(1, 2);
-  CHECK(error_of([&] { one.result(); }) == "pearson accumulator: needs at least 2 values, got 1");
+  CHECK(message_of([&] { one.result(); }) == "pearson accumulator: needs at least 2 values, got 1");
   // Constant input: NaN, also when merged from chunks that are each constant with the same value.
   PearsonAccumulator<double> a, b;
   a.add(1, 1);
@@ -108,10 +93,10 @@ TEST_CASE("scipy's conventions at the edges") {
 }
 
 TEST_CASE("correlation errors") {
-  CHECK(error_of([] { pearson(std::vector<double>{1, 2, 3}, std::vector<double>{1, 2}); }) ==
+  CHECK(message_of([] { pearson(std::vector<double>{1, 2, 3}, std::vector<double>{1, 2}); }) ==
         "pearson: x has 3 values but y has 2");
-  CHECK(error_of([] { spearman(std::vector<double>{1, NAN}, std::vector<double>{1, 2}); }) ==
+  CHECK(message_of([] { spearman(std::vector<double>{1, NAN}, std::vector<double>{1, 2}); }) ==
         "spearman: x[1] = nan is not finite");
   PearsonAccumulator<double> acc;
-  CHECK(error_of([&] { acc.add(1, INFINITY); }) == "pearson accumulator: pair 0 = (1, inf) is not finite");
+  CHECK(message_of([&] { acc.add(1, INFINITY); }) == "pearson accumulator: pair 0 = (1, inf) is not finite");
 }

@@ -8,20 +8,12 @@
 #include <vector>  // std::vector
 
 #include "darkbert/analysis/cosine_similarity.hpp"
+#include "test_support.hpp"
 
 using namespace darkbert;
+using darkbert::test::message_of;
 
 namespace {
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const darkbert::error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
 // [1 layer, 2 heads, L = 3, L = 3] with the valid 2 x 2 blocks given row-major; padding = NaN.
 template <class T>
 std::vector<T> padded_2x2(const std::vector<T>& head0, const std::vector<T>& head1) {
@@ -84,13 +76,17 @@ TEST_CASE("cosine similarity errors") {
   std::vector<double> a = padded_2x2<double>({1, 0, .5, .5}, {.25, .75, 1, 0});
   std::vector<double> zero = padded_2x2<double>({0, 0, 0, 0}, {.25, .75, 1, 0});
   const auto va = AttentionView<double>::contiguous(a.data(), 1, 2, 3, 2, false);
-  CHECK(error_of([&] { head_cosine_similarity(va, AttentionView<double>::contiguous(zero.data(), 1, 2, 3, 2, false)); }) ==
-        "cosine similarity: layer 0 head 0: second attention map is all zero over the valid block");
-  CHECK(error_of([&] { head_cosine_similarity(va, AttentionView<double>::contiguous(a.data(), 1, 2, 3, 1, false)); }) ==
-        "cosine similarity: first maps have valid length 2, second 1 (must be the same example)");
-  CHECK(error_of([&] { head_cosine_similarity(va, AttentionView<double>::contiguous(a.data(), 1, 1, 3, 2, false)); }) ==
-        "cosine similarity: first maps have 1 layers x 2 heads, second maps 1 x 1");
+  CHECK(message_of([&] {
+          head_cosine_similarity(va, AttentionView<double>::contiguous(zero.data(), 1, 2, 3, 2, false));
+        }) == "cosine similarity: layer 0 head 0: second attention map is all zero over the valid block");
+  CHECK(message_of([&] {
+          head_cosine_similarity(va, AttentionView<double>::contiguous(a.data(), 1, 2, 3, 1, false));
+        }) == "cosine similarity: first maps have valid length 2, second 1 (must be the same example)");
+  CHECK(message_of([&] {
+          head_cosine_similarity(va, AttentionView<double>::contiguous(a.data(), 1, 1, 3, 2, false));
+        }) == "cosine similarity: first maps have 1 layers x 2 heads, second maps 1 x 1");
   CosineSimilarityAccumulator<double> acc(2, 2);
-  CHECK(error_of([&] { acc.add(va, va); }) == "cosine similarity: attention maps have 1 layers x 2 heads, expected 2 x 2");
+  CHECK(message_of([&] { acc.add(va, va); }) ==
+        "cosine similarity: attention maps have 1 layers x 2 heads, expected 2 x 2");
   CHECK(std::isnan(acc.result()(0, 0)));  // no example added
 }

@@ -9,20 +9,12 @@
 #include <vector>  // std::vector
 
 #include "darkbert/analysis/head_summary.hpp"
+#include "analysis_test_support.hpp"
 
 using namespace darkbert;
+using darkbert::test::message_of;
 
 namespace {
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const darkbert::error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
 TokenAnnotation tok(const char* token, bool special, int segment) {
   TokenAnnotation a;
   a.token = token;
@@ -31,10 +23,10 @@ TokenAnnotation tok(const char* token, bool special, int segment) {
   return a;
 }
 
+// Entropies and shares sum a whole row: float results get 2e-6.
 template <class T>
 void check_near(T got, double want) {
-  const double tol = std::is_same_v<T, float> ? 2e-6 : 1e-15;
-  CHECK_MESSAGE(std::abs(double(got) - want) <= tol, "got " << double(got) << ", want " << want);
+  test::check_near(got, want, 2e-6, 1e-15);
 }
 }  // namespace
 
@@ -104,12 +96,12 @@ TEST_CASE_TEMPLATE("one-token example and dataset averaging", T, float, double) 
 TEST_CASE("head summary errors") {
   const std::vector<double> m = {1, 0, 0, 1};
   HeadSummaryAccumulator<double> acc(1, 2);
-  CHECK(error_of([&] {
+  CHECK(message_of([&] {
           acc.add(AttentionView<double>::contiguous(m.data(), 1, 1, 2, 2, false),
                   std::vector<TokenAnnotation>(2));
         }) == "head summary: attention maps have 1 layers x 1 heads, expected 1 x 2");
   HeadSummaryAccumulator<double> ok(1, 1);
-  CHECK(error_of([&] {
+  CHECK(message_of([&] {
           ok.add(AttentionView<double>::contiguous(m.data(), 1, 1, 2, 2, false), std::vector<TokenAnnotation>(3));
         }) ==
         "head summary: 3 token annotations for an example of valid length 2 (padded 2); pass one annotation per valid "

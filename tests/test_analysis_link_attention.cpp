@@ -8,20 +8,13 @@
 #include <vector>  // std::vector
 
 #include "darkbert/analysis/link_attention.hpp"
+#include "analysis_test_support.hpp"
 
 using namespace darkbert;
+using darkbert::test::check_near;
+using darkbert::test::message_of;
 
 namespace {
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const darkbert::error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
 // 1 layer, 2 heads, L = 5, n = 4. Padding = NaN.
 //   head 0 rows: [.1 .2 .3 .4] [.7 .1 .1 .1] [.25 .25 .25 .25] [.05 .8 .05 .1]
 //   head 1 rows: [.4 .3 .2 .1] [.1 .1 .1 .7] [.6 .1 .2 .1]     [.3 .3 .3 .1]
@@ -30,12 +23,6 @@ std::vector<T> maps() {
   const T N = T(NAN);
   return {.1, .2,  .3,  .4,  N, .7, .1, .1, .1, N, .25, .25, .25, .25, N, .05, .8, .05, .1, N, N, N, N, N, N,
           .4, .3,  .2,  .1,  N, .1, .1, .1, .7, N, .6,  .1,  .2,  .1,  N, .3,  .3, .3,  .1, N, N, N, N, N, N};
-}
-
-template <class T>
-void check_near(T got, double want) {
-  const double tol = std::is_same_v<T, float> ? 1e-6 : 1e-15;
-  CHECK_MESSAGE(std::abs(double(got) - want) <= tol, "got " << double(got) << ", want " << want);
 }
 }  // namespace
 
@@ -106,12 +93,12 @@ TEST_CASE("link errors") {
   const auto m = maps<double>();
   const auto view = AttentionView<double>::contiguous(m.data(), 1, 2, 5, 4, false);
   LinkAttentionAccumulator<double> acc(1, 2);
-  CHECK(error_of([&] { acc.add(view, std::vector<TokenLink>{{{1}, {2}}, {{4}, {0}}}); }) ==
+  CHECK(message_of([&] { acc.add(view, std::vector<TokenLink>{{{1}, {2}}, {{4}, {0}}}); }) ==
         "link attention: link 1 'from' token 4 is outside the valid length 4");
-  CHECK(error_of([&] { acc.add(view, std::vector<TokenLink>{{{1}, {-1}}}); }) ==
+  CHECK(message_of([&] { acc.add(view, std::vector<TokenLink>{{{1}, {-1}}}); }) ==
         "link attention: link 0 'to' token -1 is outside the valid length 4");
   LinkAttentionAccumulator<double> other(1, 2, LinkDirection::either);
-  CHECK(error_of([&] { acc.merge(other); }) ==
+  CHECK(message_of([&] { acc.merge(other); }) ==
         "link attention: cannot merge accumulators with different directions");
   CHECK(std::isnan(acc.result()(0, 0)));
 }

@@ -14,20 +14,10 @@
 #include <vector>  // std::vector
 
 #include "darkbert/analysis/percentile.hpp"
+#include "test_support.hpp"
 
 using namespace darkbert;
-
-namespace {
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const darkbert::error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-}  // namespace
+using darkbert::test::message_of;
 
 TEST_CASE("percentile matches numpy exactly") {
   const std::vector<double> v = {3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5};
@@ -63,11 +53,11 @@ TEST_CASE("heads above the 99th percentile of a 12 x 12 head matrix") {
 
 TEST_CASE("percentile errors") {
   const std::vector<double> empty;
-  CHECK(error_of([&] { percentile(std::span<const double>(empty), 50); }) == "percentile: no values");
+  CHECK(message_of([&] { percentile(std::span<const double>(empty), 50); }) == "percentile: no values");
   const std::vector<double> v = {1, NAN};
-  CHECK(error_of([&] { percentile(std::span<const double>(v), 50); }) == "percentile: value 1 is NaN");
-  CHECK(error_of([&] { percentile(std::span<const double>(v), 101); }) == "percentile: q = 101 is outside [0, 100]");
+  CHECK(message_of([&] { percentile(std::span<const double>(v), 50); }) == "percentile: value 1 is NaN");
+  CHECK(message_of([&] { percentile(std::span<const double>(v), 101); }) == "percentile: q = 101 is outside [0, 100]");
   auto m = make_head_matrix<double>("empty_measure", 2, 2, NAN);
-  CHECK(error_of([&] { heads_above_percentile(m); }) ==
+  CHECK(message_of([&] { heads_above_percentile(m); }) ==
         "heads_above_percentile: table 'empty_measure' has NaN at layer 0 head 0 (no example contributed?)");
 }

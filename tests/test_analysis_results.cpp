@@ -15,6 +15,7 @@
 #include "test_support.hpp"
 
 using namespace darkbert;
+using darkbert::test::message_of;
 
 namespace {
 std::string slurp(const std::filesystem::path& p) {
@@ -22,16 +23,6 @@ std::string slurp(const std::filesystem::path& p) {
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
-}
-
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const darkbert::error& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 Table<double> sample() {
@@ -56,7 +47,7 @@ TEST_CASE("head matrix shape and names") {
   CHECK(m.row_names == std::vector<std::string>{"0", "1", "2"});
   CHECK(m.col_names == std::vector<std::string>{"0", "1"});
   CHECK(m(2, 1) == 1.5f);
-  CHECK(error_of([] { make_head_matrix<double>("bad", 0, 2); }) ==
+  CHECK(message_of([] { make_head_matrix<double>("bad", 0, 2); }) ==
         "head matrix 'bad': needs layers >= 1 and heads >= 1, got 0 x 2");
 }
 
@@ -121,38 +112,39 @@ TEST_CASE("write_table writes CSV, JSON and .npy under the table's name") {
 TEST_CASE("writer and reader errors name the file and the problem") {
   const auto dir = test::scratch_dir("analysis_results_errors");
   const auto missing = dir / "no_such_folder" / "x.csv";
-  CHECK(error_of([&] { write_csv(sample(), missing); }) ==
+  CHECK(message_of([&] { write_csv(sample(), missing); }) ==
         missing.string() + ": cannot open for writing: No such file or directory");
-  CHECK(error_of([&] { write_npy(sample(), dir / "no_such_folder" / "x.npy"); }).find(": cannot open for writing") !=
+  CHECK(message_of([&] { write_npy(sample(), dir / "no_such_folder" / "x.npy"); }).find(": cannot open for writing") !=
         std::string::npos);
   auto unnamed = sample();
   unnamed.name = "a/b";
-  CHECK(error_of([&] { write_table(unnamed, dir); }) == "write_table: table name 'a/b' cannot be used as a file name");
+  CHECK(message_of([&] { write_table(unnamed, dir); }) ==
+        "write_table: table name 'a/b' cannot be used as a file name");
   auto broken = sample();
   broken.row_names.pop_back();
-  CHECK(error_of([&] { to_csv(broken); }) == "table 'entropy': 1 row names for 2 rows");
+  CHECK(message_of([&] { to_csv(broken); }) == "table 'entropy': 1 row names for 2 rows");
 
   const auto bad = dir / "bad.json";
   std::ofstream(bad) << "{not json";
-  CHECK(error_of([&] { read_json_table<double>(bad); }).rfind(bad.string() + ": not valid JSON: ", 0) == 0);
-  CHECK(error_of([&] { read_json_table<double>(dir / "absent.json"); }) ==
+  CHECK(message_of([&] { read_json_table<double>(bad); }).rfind(bad.string() + ": not valid JSON: ", 0) == 0);
+  CHECK(message_of([&] { read_json_table<double>(dir / "absent.json"); }) ==
         (dir / "absent.json").string() + ": cannot open for reading: No such file or directory");
 
   auto j = to_json(sample());
   j.erase("values");
-  CHECK(error_of([&] { table_from_json<double>(j, "t.json"); }) == "t.json: key 'values' missing");
+  CHECK(message_of([&] { table_from_json<double>(j, "t.json"); }) == "t.json: key 'values' missing");
   j = to_json(sample());
   j["format"] = "other/2";
-  CHECK(error_of([&] { table_from_json<double>(j, "t.json"); }) ==
+  CHECK(message_of([&] { table_from_json<double>(j, "t.json"); }) ==
         "t.json: format is \"other/2\", expected \"darkbert-table/1\"");
   j = to_json(sample());
   j["values"][1] = nlohmann::json::array({1, 2});
-  CHECK(error_of([&] { table_from_json<double>(j, "t.json"); }) == "t.json: values row 1 has 2 entries, expected 3");
+  CHECK(message_of([&] { table_from_json<double>(j, "t.json"); }) == "t.json: values row 1 has 2 entries, expected 3");
   j = to_json(sample());
   j["values"][0][2] = "NaN?";
-  CHECK(error_of([&] { table_from_json<double>(j, "t.json"); }) ==
+  CHECK(message_of([&] { table_from_json<double>(j, "t.json"); }) ==
         "t.json: values[0][2] is \"NaN?\", expected a number or \"nan\", \"inf\", \"-inf\"");
   j = to_json(sample());
   j["name"] = 3;
-  CHECK(error_of([&] { table_from_json<double>(j, "t.json"); }) == "t.json: 'name' is 3, expected a string");
+  CHECK(message_of([&] { table_from_json<double>(j, "t.json"); }) == "t.json: 'name' is 3, expected a string");
 }

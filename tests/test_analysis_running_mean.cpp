@@ -8,20 +8,10 @@
 #include <vector>  // std::vector
 
 #include "darkbert/analysis/running_mean.hpp"
+#include "test_support.hpp"
 
 using namespace darkbert;
-
-namespace {
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const darkbert::error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-}  // namespace
+using darkbert::test::message_of;
 
 TEST_CASE_TEMPLATE("means per cell and merging of partial sums", T, float, double) {
   RunningMean<T> all(2, 2), first(2, 2), second(2, 2);
@@ -57,9 +47,9 @@ TEST_CASE("float values are summed in double") {
 
 TEST_CASE("shape errors") {
   RunningMean<double> a(2, 3), b(3, 2);
-  CHECK(error_of([&] { a.add(std::vector<double>(5)); }) == "running mean: example has 5 values, expected 6");
-  CHECK(error_of([&] { a.merge(b); }) == "running mean: cannot merge a 3 x 2 grid into a 2 x 3 grid");
+  CHECK(message_of([&] { a.add(std::vector<double>(5)); }) == "running mean: example has 5 values, expected 6");
+  CHECK(message_of([&] { a.merge(b); }) == "running mean: cannot merge a 3 x 2 grid into a 2 x 3 grid");
   auto t = make_head_matrix<double>("wrong", 3, 3);
-  CHECK(error_of([&] { a.write_mean(t); }) == "running mean: table 'wrong' is 3 x 3, expected 2 x 3");
-  CHECK(error_of([] { RunningMean<double>(0, 1); }) == "running mean: grid must be at least 1 x 1, got 0 x 1");
+  CHECK(message_of([&] { a.write_mean(t); }) == "running mean: table 'wrong' is 3 x 3, expected 2 x 3");
+  CHECK(message_of([] { RunningMean<double>(0, 1); }) == "running mean: grid must be at least 1 x 1, got 0 x 1");
 }

@@ -4,24 +4,18 @@
 #include <doctest/doctest.h>
 
 #include <cmath>    // std::isnan
-#include <fstream>  // std::ifstream
 #include <string>   // std::string
 #include <vector>   // std::vector
 
 #include <nlohmann/json.hpp>  // golden files
 
 #include "darkbert/analysis/task_metrics.hpp"
-#include "test_support.hpp"
+#include "analysis_test_support.hpp"
 
 using namespace darkbert;
+using darkbert::test::metrics_golden;
 
 namespace {
-nlohmann::json golden(const char* file) {
-  std::ifstream in(test::golden_dir() / "metrics" / file);
-  REQUIRE(in.good());
-  return nlohmann::json::parse(in);
-}
-
 void check_value(double got, const nlohmann::json& want) {
   if (want.is_string()) {
     CHECK(std::isnan(got));
@@ -32,7 +26,7 @@ void check_value(double got, const nlohmann::json& want) {
 }  // namespace
 
 TEST_CASE("adapters reproduce every golden case") {
-  const auto classification = golden("classification.json")["cases"];
+  const auto classification = metrics_golden("classification.json")["cases"];
   for (const auto& c : classification) {
     CAPTURE(c["name"].get<std::string>());
     const auto labels = c["y_true"].get<std::vector<double>>();
@@ -42,7 +36,7 @@ TEST_CASE("adapters reproduce every golden case") {
     check_value(mcc_metric(predictions, labels), c["mcc"]);
     if (c.contains("f1_binary")) check_value(f1_metric(predictions, labels), c["f1_binary"]);
   }
-  const auto regression = golden("regression.json")["cases"];
+  const auto regression = metrics_golden("regression.json")["cases"];
   for (const auto& c : regression) {
     CAPTURE(c["name"].get<std::string>());
     const auto labels = c["x"].get<std::vector<double>>();

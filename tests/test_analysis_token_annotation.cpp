@@ -7,31 +7,11 @@
 #include <vector>  // std::vector
 
 #include "darkbert/analysis/token_annotation.hpp"
+#include "analysis_test_support.hpp"
 
 using namespace darkbert;
-
-namespace {
-TokenAnnotation tok(std::string token, bool special = false, std::string upos = "", std::string deprel = "",
-                    bool negation = false) {
-  TokenAnnotation a;
-  a.token = std::move(token);
-  a.is_special = special;
-  a.upos = std::move(upos);
-  a.deprel = std::move(deprel);
-  a.negation = negation;
-  return a;
-}
-
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const darkbert::error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-}  // namespace
+using darkbert::test::message_of;
+using darkbert::test::tok;
 
 TEST_CASE("special-token classes") {
   const auto cls = token_class::cls_token();
@@ -95,7 +75,7 @@ TEST_CASE("POS, dependency, negation and word-list classes") {
   const auto longer = token_class::custom("long", [](const TokenAnnotation& t) { return t.token.size() > 3; });
   CHECK(longer(tok("long")));
   CHECK_FALSE(longer(tok("cat")));
-  CHECK(error_of([] { token_class::custom("empty", {}); }) == "token class 'empty': predicate is empty");
+  CHECK(message_of([] { token_class::custom("empty", {}); }) == "token class 'empty': predicate is empty");
 }
 
 TEST_CASE("annotations_from_encoding: BERT sentence pair with padding") {
@@ -152,13 +132,13 @@ TEST_CASE("annotations_from_encoding refuses left padding and inconsistent field
   e.tokens = {"[PAD]", "[CLS]", "a"};
   e.ids = {0, 101, 1037};
   e.attention_mask = {0, 1, 1};
-  CHECK(error_of([&] { annotations_from_encoding(e); }) ==
+  CHECK(message_of([&] { annotations_from_encoding(e); }) ==
         "annotations_from_encoding: attention_mask[1] = 1 after padding started at 0; darkbert expects right padding "
         "(1...1 0...0)");
   e.attention_mask = {1, 1};
-  CHECK(error_of([&] { annotations_from_encoding(e); }) ==
+  CHECK(message_of([&] { annotations_from_encoding(e); }) ==
         "annotations_from_encoding: attention_mask has 2 entries for 3 ids");
   e.attention_mask.clear();
   e.tokens.pop_back();
-  CHECK(error_of([&] { annotations_from_encoding(e); }) == "annotations_from_encoding: 2 token strings for 3 ids");
+  CHECK(message_of([&] { annotations_from_encoding(e); }) == "annotations_from_encoding: 2 token strings for 3 ids");
 }

@@ -9,39 +9,19 @@
 #include <vector>  // std::vector
 
 #include "darkbert/analysis/token_class_attention.hpp"
+#include "analysis_test_support.hpp"
 
 using namespace darkbert;
+using darkbert::test::check_near;
+using darkbert::test::message_of;
+using darkbert::test::tok;
 
 namespace {
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const darkbert::error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
-TokenAnnotation tok(const char* token, bool special, const char* upos = "") {
-  TokenAnnotation a;
-  a.token = token;
-  a.is_special = special;
-  a.upos = upos;
-  return a;
-}
-
 // One head, L = 4, valid n = 3 given row-major; padding row and column hold NaN.
 template <class T>
 std::vector<T> padded_3x3(const std::vector<T>& m) {
   const T N = T(NAN);
   return {m[0], m[1], m[2], N, m[3], m[4], m[5], N, m[6], m[7], m[8], N, N, N, N, N};
-}
-
-template <class T>
-void check_near(T got, double want) {
-  const double tol = std::is_same_v<T, float> ? 1e-6 : 1e-15;
-  CHECK_MESSAGE(std::abs(double(got) - want) <= tol, "got " << double(got) << ", want " << want);
 }
 }  // namespace
 
@@ -115,16 +95,17 @@ TEST_CASE("errors: annotations, classes, merging") {
   const std::vector<double> maps = padded_3x3<double>({.5, .25, .25, .2, .2, .6, .1, .3, .6});
   const auto view = AttentionView<double>::contiguous(maps.data(), 1, 1, 4, 3, false);
   TokenClassAttention<double> acc(1, 1, {token_class::cls_token()});
-  CHECK(error_of([&] { acc.add(view, std::vector<TokenAnnotation>{tok("[CLS]", true), tok("a", false)}); }) ==
+  CHECK(message_of([&] { acc.add(view, std::vector<TokenAnnotation>{tok("[CLS]", true), tok("a", false)}); }) ==
         "token class attention: 2 token annotations for an example of valid length 3 (padded 4); pass one annotation "
         "per valid token");
   // Annotations for all L positions are fine (only the first n are read).
   acc.add(view, std::vector<TokenAnnotation>(4, tok("[CLS]", true)));
   CHECK(acc.examples_with(0) == 1);
-  CHECK(error_of([] { TokenClassAttention<double>(1, 1, {}); }) == "token class attention: no token classes given");
+  CHECK(message_of([] { TokenClassAttention<double>(1, 1, {}); }) == "token class attention: no token classes given");
   TokenClassAttention<double> other(1, 1, {token_class::sep_token()});
-  CHECK(error_of([&] { acc.merge(other); }) == "token class attention: cannot merge class '[SEP]' into class '[CLS]'");
+  CHECK(message_of([&] { acc.merge(other); }) ==
+        "token class attention: cannot merge class '[SEP]' into class '[CLS]'");
   TokenClassAttention<double> wrong_shape(2, 1, {token_class::cls_token()});
-  CHECK(error_of([&] { wrong_shape.add(view, std::vector<TokenAnnotation>(3, tok("[CLS]", true))); }) ==
+  CHECK(message_of([&] { wrong_shape.add(view, std::vector<TokenAnnotation>(3, tok("[CLS]", true))); }) ==
         "token class attention: attention maps have 1 layers x 1 heads, expected 2 x 1");
 }

@@ -8,29 +8,14 @@
 #include <vector>  // std::vector
 
 #include "darkbert/analysis/token_to_token.hpp"
+#include "analysis_test_support.hpp"
 
 using namespace darkbert;
+using darkbert::test::check_near;
+using darkbert::test::message_of;
+using darkbert::test::tok;
 
 namespace {
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const darkbert::error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
-TokenAnnotation tok(const char* token, bool special, const char* upos = "", const char* deprel = "") {
-  TokenAnnotation a;
-  a.token = token;
-  a.is_special = special;
-  a.upos = upos;
-  a.deprel = deprel;
-  return a;
-}
-
 // [CLS] she likes dogs : PRON/nsubj, VERB, NOUN/obj
 std::vector<TokenAnnotation> sentence() {
   return {tok("[CLS]", true), tok("she", false, "PRON", "nsubj"), tok("likes", false, "VERB", "root"),
@@ -49,12 +34,6 @@ template <class T>
 std::vector<T> causal_maps() {
   const T N = T(NAN);
   return {1, 0, 0, 0, N, .5, .5, 0, 0, N, .1, .6, .3, 0, N, .25, .25, .25, .25, N, N, N, N, N, N};
-}
-
-template <class T>
-void check_near(T got, double want) {
-  const double tol = std::is_same_v<T, float> ? 1e-6 : 1e-15;
-  CHECK_MESSAGE(std::abs(double(got) - want) <= tol, "got " << double(got) << ", want " << want);
 }
 }  // namespace
 
@@ -183,14 +162,14 @@ TEST_CASE("token-to-token errors") {
   const auto m = maps<double>();
   const auto view = AttentionView<double>::contiguous(m.data(), 1, 1, 5, 4, false);
   QueryCategoryAttention<double> acc(1, 1, token_class::cls_token(), {});
-  CHECK(error_of([&] { acc.add(view, sentence(), 4); }) ==
+  CHECK(message_of([&] { acc.add(view, sentence(), 4); }) ==
         "query category attention: query position 4 is outside the valid length 4");
-  CHECK(error_of([&] { acc.layer_table(1); }) == "query category attention: layer 1 is outside [0, 1)");
+  CHECK(message_of([&] { acc.layer_table(1); }) == "query category attention: layer 1 is outside [0, 1)");
   ClassToClassAttention<double> a(1, 1, token_class::upos("VERB"), token_class::subject());
   ClassToClassAttention<double> b(1, 1, token_class::upos("PRON"), token_class::subject());
-  CHECK(error_of([&] { a.merge(b); }) ==
+  CHECK(message_of([&] { a.merge(b); }) ==
         "class-to-class attention: cannot merge 'upos=PRON' -> 'subject' into 'upos=VERB' -> 'subject'");
-  CHECK(error_of([&] { a.add(view, std::vector<TokenAnnotation>(2)); }) ==
+  CHECK(message_of([&] { a.add(view, std::vector<TokenAnnotation>(2)); }) ==
         "class-to-class attention: 2 token annotations for an example of valid length 4 (padded 5); pass one "
         "annotation per valid token");
 }

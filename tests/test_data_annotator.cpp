@@ -12,17 +12,9 @@
 #include "test_data_fixtures.hpp"
 
 namespace fs = std::filesystem;
+using darkbert::test::message_of;
 
 namespace {
-
-std::string message_of(const auto& f) {
-  try {
-    f();
-  } catch (const darkbert::error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 std::string saved(const darkbert::Annotator& a) {
   std::ostringstream out;

@@ -3,7 +3,6 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>  // std::filesystem::path
-#include <fstream>     // std::ofstream
 #include <map>         // std::map
 #include <set>         // std::set
 #include <sstream>     // std::ostringstream, std::istringstream
@@ -14,6 +13,7 @@
 #include "test_support.hpp"
 
 namespace fs = std::filesystem;
+using darkbert::test::message_of;
 
 namespace {
 
@@ -31,20 +31,9 @@ const std::map<std::string, UdCounts>& expected_ud() {
   return e;
 }
 
-std::string message_of(const auto& f) {
-  try {
-    f();
-  } catch (const darkbert::error& e) {
-    return e.what();
-  }
-  return "";
-}
-
 fs::path write(const std::string& name, const std::string& content) {
   static const auto dir = darkbert::test::scratch_dir("data_conllu");
-  const auto p = dir / name;
-  std::ofstream(p, std::ios::binary) << content;
-  return p;
+  return darkbert::test::write_file(dir / name, content);
 }
 
 const std::string good =

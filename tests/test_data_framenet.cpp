@@ -5,7 +5,6 @@
 
 #include <cstdlib>     // std::system
 #include <filesystem>  // std::filesystem
-#include <fstream>     // std::ofstream
 #include <set>         // std::set
 #include <string>      // std::string
 
@@ -13,23 +12,10 @@
 #include "test_support.hpp"
 
 namespace fs = std::filesystem;
+using darkbert::test::message_of;
+using darkbert::test::write_file;
 
 namespace {
-
-std::string message_of(const auto& f) {
-  try {
-    f();
-  } catch (const darkbert::error& e) {
-    return e.what();
-  }
-  return "";
-}
-
-fs::path write(const fs::path& p, const std::string& content) {
-  fs::create_directories(p.parent_path());
-  std::ofstream(p, std::ios::binary) << content;
-  return p;
-}
 
 const char* frame_xml = R"(<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
 <frame name="Ingestion" ID="7" xmlns="http://framenet.icsi.berkeley.edu">
@@ -88,8 +74,8 @@ const char* lu_xml = R"(<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
 )";
 
 fs::path make_release(const fs::path& dir) {
-  write(dir / "frame" / "Ingestion.xml", frame_xml);
-  write(dir / "lu" / "lu42.xml", lu_xml);
+  write_file(dir / "frame" / "Ingestion.xml", frame_xml);
+  write_file(dir / "lu" / "lu42.xml", lu_xml);
   return dir;
 }
 
@@ -253,34 +239,34 @@ TEST_CASE("broken FrameNet XML: errors name the file and line") {
   const auto dir = darkbert::test::scratch_dir("data_framenet_broken");
   std::string truncated = lu_xml;
   truncated.resize(truncated.find("<sentence ID=\"1002\">"));
-  auto msg = message_of([&] { darkbert::read_lexical_unit_file(write(dir / "lu1.xml", truncated)); });
+  auto msg = message_of([&] { darkbert::read_lexical_unit_file(write_file(dir / "lu1.xml", truncated)); });
   CHECK(msg.find("lu1.xml:") != std::string::npos);
   CHECK(msg.find("XML error") != std::string::npos);
 
   std::string outside = lu_xml;
   outside.replace(outside.find("end=\"31\""), 8, "end=\"99\"");
-  msg = message_of([&] { darkbert::read_lexical_unit_file(write(dir / "lu2.xml", outside)); });
+  msg = message_of([&] { darkbert::read_lexical_unit_file(write_file(dir / "lu2.xml", outside)); });
   CHECK(msg.find("lu2.xml:9:") != std::string::npos);
   CHECK(msg.find("label 'Ingestibles' [16, 99] does not fit sentence 1001") != std::string::npos);
 
   std::string not_int = lu_xml;
   not_int.replace(not_int.find("start=\"12\""), 10, "start=\"x\"");
-  msg = message_of([&] { darkbert::read_lexical_unit_file(write(dir / "lu3.xml", not_int)); });
+  msg = message_of([&] { darkbert::read_lexical_unit_file(write_file(dir / "lu3.xml", not_int)); });
   CHECK(msg.find("lu3.xml:13:") != std::string::npos);
   CHECK(msg.find("start=\"x\" is not an integer") != std::string::npos);
 
   std::string no_core = frame_xml;
   no_core.replace(no_core.find("coreType=\"Peripheral\" "), 22, "");
-  msg = message_of([&] { darkbert::read_frame_file(write(dir / "Frame.xml", no_core)); });
+  msg = message_of([&] { darkbert::read_frame_file(write_file(dir / "Frame.xml", no_core)); });
   CHECK(msg.find("Frame.xml:6:") != std::string::npos);
   CHECK(msg.find("no coreType") != std::string::npos);
 
-  msg = message_of([&] { darkbert::read_frame_file(write(dir / "wrong.xml", "<?xml version=\"1.0\"?><x/>")); });
+  msg = message_of([&] { darkbert::read_frame_file(write_file(dir / "wrong.xml", "<?xml version=\"1.0\"?><x/>")); });
   CHECK(msg.find("wrong.xml: not a FrameNet frame file") != std::string::npos);
 
   // A lexical unit whose frame file is missing.
   const auto release = dir / "release";
-  write(release / "lu" / "lu42.xml", lu_xml);
+  write_file(release / "lu" / "lu42.xml", lu_xml);
   fs::create_directories(release / "frame");
   darkbert::FrameNet fn(release);
   msg = message_of([&] { darkbert::select_framenet_examples(fn); });

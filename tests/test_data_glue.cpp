@@ -5,7 +5,6 @@
 
 #include <algorithm>   // std::sort, std::includes
 #include <filesystem>  // std::filesystem
-#include <fstream>     // std::ofstream
 #include <map>         // std::map
 #include <set>         // std::set
 #include <string>      // std::string
@@ -15,6 +14,8 @@
 
 namespace fs = std::filesystem;
 using darkbert::GlueTask;
+using darkbert::test::message_of;
+using darkbert::test::write_file;
 
 namespace {
 
@@ -38,21 +39,6 @@ const std::map<std::string, Expected>& expected_glue_files() {
       {"RTE-hf/dev.tsv", {GlueTask::rte, 277, {{0, 146}, {1, 131}}}},
   };
   return e;
-}
-
-fs::path write(const fs::path& p, const std::string& content) {
-  fs::create_directories(p.parent_path());
-  std::ofstream(p, std::ios::binary) << content;
-  return p;
-}
-
-std::string message_of(const auto& f) {
-  try {
-    f();
-  } catch (const darkbert::error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 darkbert::DataRoot shared_root() { return darkbert::DataRoot::single(darkbert::test::data_dir(), "/nonexistent-cache"); }
@@ -170,32 +156,32 @@ TEST_CASE("official layouts of MNLI, QQP and RTE on hand-made files") {
   const std::string mnli_header =
       "index\tpromptID\tpairID\tgenre\tsentence1_binary_parse\tsentence2_binary_parse\tsentence1_parse\t"
       "sentence2_parse\tsentence1\tsentence2\tlabel1\tlabel2\tlabel3\tlabel4\tlabel5\tgold_label\n";
-  write(dir / "glue" / "MNLI" / "dev_matched.tsv",
+  write_file(dir / "glue" / "MNLI" / "dev_matched.tsv",
         mnli_header + "0\t63735\t63735n\tslate\t( x )\t( y )\t(ROOT x)\t(ROOT y)\tThe new rights are nice enough\t"
                       "Everyone really likes the newest benefits \tneutral\tentailment\tneutral\tneutral\tneutral\tneutral\n"
                       "1\t91383\t91383c\tgovernment\t( x )\t( y )\t(ROOT x)\t(ROOT y)\tThis \"site\" includes a list\t"
                       "The site doesn't have a list\tcontradiction\tcontradiction\tcontradiction\tcontradiction\t"
                       "contradiction\tcontradiction\n");
-  write(dir / "glue" / "MNLI" / "dev_mismatched.tsv",
+  write_file(dir / "glue" / "MNLI" / "dev_mismatched.tsv",
         mnli_header + "0\t75290\t75290c\tletters\t( x )\t( y )\t(ROOT x)\t(ROOT y)\tYour contribution helped\t"
                       "Your contributions were of no help\tcontradiction\tcontradiction\tcontradiction\tcontradiction\t"
                       "contradiction\tcontradiction\n");
-  write(dir / "glue" / "MNLI" / "train.tsv",
+  write_file(dir / "glue" / "MNLI" / "train.tsv",
         "index\tpromptID\tpairID\tgenre\tsentence1_binary_parse\tsentence2_binary_parse\tsentence1_parse\t"
         "sentence2_parse\tsentence1\tsentence2\tlabel1\tgold_label\n"
         "0\t31193\t31193n\tgovernment\t( x )\t( y )\t(ROOT x)\t(ROOT y)\tConceptually cream skimming\tProduct and "
         "geography\tneutral\tneutral\n");
   // The original MultiNLI .txt layout (gold_label first) with a no-consensus row.
-  write(dir / "multinli.txt",
+  write_file(dir / "multinli.txt",
         "gold_label\tsentence1_binary_parse\tsentence2_binary_parse\tsentence1_parse\tsentence2_parse\tsentence1\t"
         "sentence2\tpromptID\tpairID\tgenre\tlabel1\tlabel2\tlabel3\tlabel4\tlabel5\n"
         "entailment\t( x )\t( y )\t(ROOT x)\t(ROOT y)\tA\tB\t1\t1e\tfiction\tentailment\t\t\t\t\n"
         "-\t( x )\t( y )\t(ROOT x)\t(ROOT y)\tC\tD\t2\t2n\tfiction\tneutral\tentailment\tcontradiction\tneutral\tentailment\n");
-  write(dir / "glue" / "QQP" / "dev.tsv",
+  write_file(dir / "glue" / "QQP" / "dev.tsv",
         "id\tqid1\tqid2\tquestion1\tquestion2\tis_duplicate\n"
         "201359\t303345\t303346\tWhy are African-Americans so beautiful?\tWhy are hispanics so beautiful?\t0\n"
         "263843\t69383\t380476\tI want to pursue PhD in Computer Science about \"social network\"?\tIs it worth it?\t1\n");
-  write(dir / "glue" / "RTE" / "dev.tsv",
+  write_file(dir / "glue" / "RTE" / "dev.tsv",
         "index\tsentence1\tsentence2\tlabel\n0\tDana Reeve died.\tChristopher Reeve had an accident.\tnot_entailment\n"
         "1\tYet, we \"now\" are discovering.\tBacteria is winning.\tentailment\n");
 
@@ -296,40 +282,40 @@ TEST_CASE("max_rows keeps the first rows in file order") {
 TEST_CASE("broken GLUE files: errors name the file and line") {
   const auto dir = darkbert::test::scratch_dir("data_glue_broken");
   auto msg = message_of([&] {
-    darkbert::read_glue_file(GlueTask::sst2, write(dir / "fields.tsv", "sentence\tlabel\ngood movie \t1\nbad\t0\textra\n"));
+    darkbert::read_glue_file(GlueTask::sst2, write_file(dir / "fields.tsv", "sentence\tlabel\ngood movie \t1\nbad\t0\textra\n"));
   });
   CHECK(msg.find("fields.tsv:3:") != std::string::npos);
   CHECK(msg.find("expected 2") != std::string::npos);
 
   msg = message_of([&] {
-    darkbert::read_glue_file(GlueTask::qnli, write(dir / "label.tsv", "index\tquestion\tsentence\tlabel\n0\tq\ts\tentails\n"));
+    darkbert::read_glue_file(GlueTask::qnli, write_file(dir / "label.tsv", "index\tquestion\tsentence\tlabel\n0\tq\ts\tentails\n"));
   });
   CHECK(msg.find("label.tsv:2: label 'entails' is not a QNLI label") != std::string::npos);
 
   msg = message_of([&] {
-    darkbert::read_glue_file(GlueTask::rte, write(dir / "index.tsv", "sentence1\tsentence2\tlabel\tidx\na\tb\t2\t0\n"));
+    darkbert::read_glue_file(GlueTask::rte, write_file(dir / "index.tsv", "sentence1\tsentence2\tlabel\tidx\na\tb\t2\t0\n"));
   });
   CHECK(msg.find("index.tsv:2: label '2' is not a RTE label index") != std::string::npos);
 
   const std::string sts_header = "index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2\tscore\n";
   msg = message_of([&] {
-    darkbert::read_glue_file(GlueTask::stsb, write(dir / "score.tsv", sts_header + "0\tg\tf\ty\to\ts\ts\ta\tb\t5.5\n"));
+    darkbert::read_glue_file(GlueTask::stsb, write_file(dir / "score.tsv", sts_header + "0\tg\tf\ty\to\ts\ts\ta\tb\t5.5\n"));
   });
   CHECK(msg.find("score.tsv:2: score 5.5 is outside [0, 5]") != std::string::npos);
   msg = message_of([&] {
-    darkbert::read_glue_file(GlueTask::stsb, write(dir / "nan.tsv", sts_header + "0\tg\tf\ty\to\ts\ts\ta\tb\tabc\n"));
+    darkbert::read_glue_file(GlueTask::stsb, write_file(dir / "nan.tsv", sts_header + "0\tg\tf\ty\to\ts\ts\ta\tb\tabc\n"));
   });
   CHECK(msg.find("nan.tsv:2: score 'abc' is not a number") != std::string::npos);
 
-  msg = message_of([&] { darkbert::read_glue_file(GlueTask::mrpc, write(dir / "header.tsv", "a\tb\n1\t2\n")); });
+  msg = message_of([&] { darkbert::read_glue_file(GlueTask::mrpc, write_file(dir / "header.tsv", "a\tb\n1\t2\n")); });
   CHECK(msg.find("header.tsv:1: header of no known GLUE MRPC layout") != std::string::npos);
 
   msg = message_of([&] {
     darkbert::read_glue_file(GlueTask::rte,
-                             write(dir / "quote.tsv", "sentence1\tsentence2\tlabel\tidx\n\"open quote\tb\t0\t0\n"));
+                             write_file(dir / "quote.tsv", "sentence1\tsentence2\tlabel\tidx\n\"open quote\tb\t0\t0\n"));
   });
   CHECK(msg.find("quote.tsv:2:") != std::string::npos);
 
-  msg = message_of([&] { darkbert::read_mrpc_dev_ids(write(dir / "ids.tsv", "1\t2\n3\n")); });
+  msg = message_of([&] { darkbert::read_mrpc_dev_ids(write_file(dir / "ids.tsv", "1\t2\n3\n")); });
   CHECK(msg.find("ids.tsv:2: expected 2 tab-separated ids") != std::string::npos);
 }

@@ -6,17 +6,11 @@
 #include <vector>   // std::vector
 
 #include "darkbert/data/perceptron.hpp"
+#include "test_support.hpp"
+
+using darkbert::test::message_of;
 
 namespace {
-
-std::string message_of(const auto& f) {
-  try {
-    f();
-  } catch (const darkbert::error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 darkbert::AveragedPerceptron load_text(const std::string& text) {
   std::istringstream in(text);

@@ -8,6 +8,8 @@
 #include "darkbert/data/pos_tagger.hpp"
 #include "test_data_fixtures.hpp"
 
+using darkbert::test::message_of;
+
 namespace {
 
 struct Columns {
@@ -37,15 +39,6 @@ double accuracy(const darkbert::PosTagger& tagger, const Columns& gold) {
     n += p.size();
   }
   return static_cast<double>(ok) / static_cast<double>(n);
-}
-
-std::string message_of(const auto& f) {
-  try {
-    f();
-  } catch (const darkbert::error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 }  // namespace

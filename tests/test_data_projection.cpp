@@ -16,6 +16,7 @@
 using darkbert::Encoding;
 using darkbert::Span;
 using darkbert::TokenRange;
+using darkbert::test::message_of;
 
 namespace {
 
@@ -28,15 +29,6 @@ Encoding hand_made() {
   e.word_ids = {-1, 0, 1, 2, 3, 3, -1, 0, -1, -1};
   e.offsets = {{0, 0}, {0, 3}, {3, 4}, {4, 5}, {6, 10}, {10, 13}, {0, 0}, {0, 2}, {0, 0}, {0, 0}};
   return e;
-}
-
-std::string message_of(const auto& f) {
-  try {
-    f();
-  } catch (const darkbert::error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 std::string strip(const std::string& token) {

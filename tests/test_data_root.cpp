@@ -13,6 +13,7 @@
 
 namespace fs = std::filesystem;
 using darkbert::DataRoot;
+using darkbert::test::message_of;
 
 namespace {
 
@@ -27,15 +28,6 @@ darkbert::EnvironmentLookup fake_env(std::map<std::string, std::string> vars) {
 void touch(const fs::path& p, const std::string& content = "x\n") {
   fs::create_directories(p.parent_path());
   std::ofstream(p) << content;
-}
-
-std::string message_of(const auto& f) {
-  try {
-    f();
-  } catch (const darkbert::error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 }  // namespace

@@ -7,18 +7,7 @@
 #include "darkbert/data/subject_object.hpp"
 #include "test_data_fixtures.hpp"
 
-namespace {
-
-std::string message_of(const auto& f) {
-  try {
-    f();
-  } catch (const darkbert::error& e) {
-    return e.what();
-  }
-  return "";
-}
-
-}  // namespace
+using darkbert::test::message_of;
 
 TEST_CASE("UD relations map to the four classes") {
   CHECK(darkbert::subject_object_class("nsubj") == "nsubj");

@@ -2,30 +2,19 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>  // std::filesystem::path
-#include <fstream>     // std::ofstream
 #include <string>      // std::string
 
 #include "darkbert/data/tsv.hpp"
 #include "test_support.hpp"
 
 namespace fs = std::filesystem;
+using darkbert::test::message_of;
 
 namespace {
 
 fs::path write(const std::string& name, const std::string& content) {
   static const auto dir = darkbert::test::scratch_dir("data_tsv");
-  const auto p = dir / name;
-  std::ofstream(p, std::ios::binary) << content;
-  return p;
-}
-
-std::string message_of(const auto& f) {
-  try {
-    f();
-  } catch (const darkbert::error& e) {
-    return e.what();
-  }
-  return "";
+  return darkbert::test::write_file(dir / name, content);
 }
 
 }  // namespace

@@ -1,8 +1,15 @@
 #pragma once
-// Shared helpers for the tests: where the golden fixtures live, a scratch folder, tolerance checks.
+// Shared helpers for the tests: where the golden fixtures live, a scratch folder, the message of a
+// darkbert::error, and doctest printers for the vectors the tests compare.
+
+#include <doctest/doctest.h>
 
 #include <filesystem>  // std::filesystem::path
-#include <string>      // std::string
+#include <fstream>     // std::ofstream
+#include <string>      // std::string, std::to_string
+#include <vector>      // std::vector
+
+#include "darkbert/core/error.hpp"  // darkbert::error
 
 namespace darkbert::test {
 
@@ -18,4 +25,44 @@ inline std::filesystem::path scratch_dir(const std::string& name) {
   return dir;
 }
 
+// The message of the darkbert::error that f() throws, or "" when it throws none, so that no check on the
+// message (==, find, rfind) can pass by accident:
+//   CHECK(message_of([] { darkbert::read_tsv("missing.tsv"); }) == "missing.tsv: cannot open");
+inline std::string message_of(auto&& f) {
+  try {
+    f();
+  } catch (const darkbert::error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// Writes `content` to `path` byte for byte, creating its folder first; returns the path.
+//   const auto p = write_file(dir / "sub" / "bad.tsv", "a\tb\n1\n");
+inline std::filesystem::path write_file(const std::filesystem::path& path, const std::string& content) {
+  std::filesystem::create_directories(path.parent_path());
+  std::ofstream(path, std::ios::binary) << content;
+  return path;
+}
+
 }  // namespace darkbert::test
+
+// Readable failure messages for CHECK(tokens == Strings{...}) and CHECK(ids == Ints{...}): {"a", "b"} / {1, 2}.
+namespace doctest {
+template <>
+struct StringMaker<std::vector<int>> {
+  static String convert(const std::vector<int>& v) {
+    std::string out = "{";
+    for (int x : v) out += (out.size() > 1 ? ", " : "") + std::to_string(x);
+    return (out + "}").c_str();
+  }
+};
+template <>
+struct StringMaker<std::vector<std::string>> {
+  static String convert(const std::vector<std::string>& v) {
+    std::string out = "{";
+    for (const auto& s : v) out += (out.size() > 1 ? ", \"" : "\"") + s + "\"";
+    return (out + "}").c_str();
+  }
+};
+}  // namespace doctest

@@ -4,7 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>     // std::filesystem::path
-#include <fstream>        // std::ofstream, std::ifstream
+#include <fstream>        // std::ifstream
 #include <set>            // std::set
 #include <string>         // std::string
 #include <vector>         // std::vector
@@ -20,6 +20,7 @@ namespace fs = std::filesystem;
 using darkbert::BpeTokenizer;
 using darkbert::Span;
 using darkbert::TokenPiece;
+using darkbert::test::write_file;
 using Strings = std::vector<std::string>;
 
 fs::path gpt2_dir() { return darkbert::test::data_dir() / "vocab" / "gpt2"; }
@@ -33,12 +34,6 @@ Strings chunks(const std::string& text) {
   Strings out;
   for (const Span& s : gpt2().pre_tokenize(text)) out.push_back(text.substr(s.begin, s.end - s.begin));
   return out;
-}
-
-fs::path write_file(const fs::path& dir, const std::string& name, const std::string& content) {
-  const auto path = dir / name;
-  std::ofstream(path, std::ios::binary) << content;
-  return path;
 }
 
 // A vocab.json with the 256 byte symbols (ids 0..255), then `extra` tokens, then <|endoftext|>.
@@ -57,26 +52,10 @@ std::string byte_vocab(const Strings& extra) {
 }
 
 std::string load_error(const fs::path& vocab, const fs::path& merges) {
-  try {
-    BpeTokenizer tok(vocab, merges);
-  } catch (const darkbert::error& e) {
-    return e.what();
-  }
-  return "";
+  return darkbert::test::message_of([&] { BpeTokenizer tok(vocab, merges); });
 }
 
 }  // namespace
-
-namespace doctest {
-template <>
-struct StringMaker<std::vector<std::string>> {
-  static String convert(const std::vector<std::string>& v) {
-    std::string out = "{";
-    for (const auto& s : v) out += (out.size() > 1 ? ", \"" : "\"") + s + "\"";
-    return (out + "}").c_str();
-  }
-};
-}  // namespace doctest
 
 TEST_CASE("pre-tokenizer chunks equal Python regex findall") {
   // Expected values: regex.findall(r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+", s)
@@ -175,27 +154,27 @@ TEST_CASE("decode inverts tokenization on every golden text") {
 
 TEST_CASE("merges apply by rank, all occurrences left to right; unknown results map to <|endoftext|>") {
   const auto dir = darkbert::test::scratch_dir("bpe_merges");
-  const auto vocab = write_file(dir, "vocab.json", byte_vocab({"ab", "bc", "aa"}));
+  const auto vocab = write_file(dir / "vocab.json", byte_vocab({"ab", "bc", "aa"}));
   const auto eot = 256 + 3;
   {
-    const BpeTokenizer tok(vocab, write_file(dir, "m1.txt", "#version: 0.2\nb c\na b\n"));
+    const BpeTokenizer tok(vocab, write_file(dir / "m1.txt", "#version: 0.2\nb c\na b\n"));
     CHECK(tok.tokenize("abc") == Strings{"a", "bc"});
   }
   {
-    const BpeTokenizer tok(vocab, write_file(dir, "m2.txt", "#version: 0.2\na b\nb c\n"));
+    const BpeTokenizer tok(vocab, write_file(dir / "m2.txt", "#version: 0.2\na b\nb c\n"));
     CHECK(tok.tokenize("abc") == Strings{"ab", "c"});
   }
   {  // a repeated pair keeps its last rank (as Python's dict in HF / encoder.py)
-    const BpeTokenizer tok(vocab, write_file(dir, "m3.txt", "#version: 0.2\na b\nb c\na b\n"));
+    const BpeTokenizer tok(vocab, write_file(dir / "m3.txt", "#version: 0.2\na b\nb c\na b\n"));
     CHECK(tok.tokenize("abc") == Strings{"a", "bc"});
   }
   {
-    const BpeTokenizer tok(vocab, write_file(dir, "m4.txt", "a a\n"));  // no #version line: all are merges
+    const BpeTokenizer tok(vocab, write_file(dir / "m4.txt", "a a\n"));  // no #version line: all are merges
     CHECK(tok.tokenize("aaa") == Strings{"aa", "a"});
     CHECK(tok.tokenize("aaaa") == Strings{"aa", "aa"});
   }
   {  // "ac" is not in vocab.json: the token string stays, the id is the unk (<|endoftext|>) id
-    const BpeTokenizer tok(vocab, write_file(dir, "m5.txt", "#version: 0.2\na c\n"));
+    const BpeTokenizer tok(vocab, write_file(dir / "m5.txt", "#version: 0.2\na c\n"));
     std::vector<TokenPiece> p;
     tok.tokenize("ac", p);
     REQUIRE(p.size() == 1);
@@ -207,8 +186,8 @@ TEST_CASE("merges apply by rank, all occurrences left to right; unknown results 
 
 TEST_CASE("vocab.json and merges.txt errors name the file and line") {
   const auto dir = darkbert::test::scratch_dir("bpe_errors");
-  const auto vocab = write_file(dir, "vocab.json", byte_vocab({"ab"}));
-  const auto merges = write_file(dir, "merges.txt", "#version: 0.2\na b\n");
+  const auto vocab = write_file(dir / "vocab.json", byte_vocab({"ab"}));
+  const auto merges = write_file(dir / "merges.txt", "#version: 0.2\na b\n");
   CHECK(load_error(vocab, merges).empty());
 
   const auto missing = dir / "none" / "merges.txt";
@@ -216,40 +195,40 @@ TEST_CASE("vocab.json and merges.txt errors name the file and line") {
   CHECK(load_error(dir / "nothing.json", merges) ==
         "vocab file '" + (dir / "nothing.json").string() + "' does not exist");
 
-  const auto m_bad = write_file(dir, "bad1.txt", "#version: 0.2\na b\nabc\nb c\n");
+  const auto m_bad = write_file(dir / "bad1.txt", "#version: 0.2\na b\nabc\nb c\n");
   CHECK(load_error(vocab, m_bad) ==
         m_bad.string() + ":3: expected two symbols separated by one space, got 'abc'");
-  const auto m_three = write_file(dir, "bad2.txt", "#version: 0.2\na b c\n");
+  const auto m_three = write_file(dir / "bad2.txt", "#version: 0.2\na b c\n");
   CHECK(load_error(vocab, m_three) ==
         m_three.string() + ":2: expected two symbols separated by one space, got 'a b c'");
-  const auto m_blank = write_file(dir, "bad3.txt", "#version: 0.2\na b\n\nb c\n");
+  const auto m_blank = write_file(dir / "bad3.txt", "#version: 0.2\na b\n\nb c\n");
   CHECK(load_error(vocab, m_blank) == m_blank.string() + ":3: expected two symbols separated by one space, got ''");
-  const auto m_alpha = write_file(dir, "bad4.txt", "#version: 0.2\na b\n中 x\n");  // not a byte symbol
+  const auto m_alpha = write_file(dir / "bad4.txt", "#version: 0.2\na b\n中 x\n");  // not a byte symbol
   CHECK(load_error(vocab, m_alpha) ==
         m_alpha.string() + ":3: '中' is not a byte-level symbol (U+4E2D is not in GPT-2's byte alphabet)");
-  const auto m_utf8 = write_file(dir, "bad5.txt", "#version: 0.2\na \xFF\n");
+  const auto m_utf8 = write_file(dir / "bad5.txt", "#version: 0.2\na \xFF\n");
   CHECK(load_error(vocab, m_utf8) ==
         m_utf8.string() + ":2: invalid UTF-8 at byte 0: byte that never occurs in UTF-8: 0xFF");
-  const auto m_empty = write_file(dir, "empty.txt", "#version: 0.2\n");
+  const auto m_empty = write_file(dir / "empty.txt", "#version: 0.2\n");
   CHECK(load_error(vocab, m_empty) == m_empty.string() + ": no merges");
 
-  const auto v_syntax = write_file(dir, "v1.json", "{\"a\": 0,\n \"b\": 1,\n \"c\" 2}");
+  const auto v_syntax = write_file(dir / "v1.json", "{\"a\": 0,\n \"b\": 1,\n \"c\" 2}");
   CHECK(load_error(v_syntax, merges) ==
         v_syntax.string() + ": parse error at line 3, column 6: syntax error while parsing object separator - "
                             "unexpected number literal; expected ':'");
-  const auto v_type = write_file(dir, "v2.json", "{\"a\": 0, \"b\": \"1\"}");
+  const auto v_type = write_file(dir / "v2.json", "{\"a\": 0, \"b\": \"1\"}");
   CHECK(load_error(v_type, merges) == v_type.string() + ": entry \"b\": id must be an integer, got \"1\"");
-  const auto v_dup = write_file(dir, "v3.json", "{\"a\": 0, \"b\": 0}");
+  const auto v_dup = write_file(dir / "v3.json", "{\"a\": 0, \"b\": 0}");
   CHECK(load_error(v_dup, merges) == v_dup.string() + ": entries \"a\" and \"b\" share id 0");
-  const auto v_range = write_file(dir, "v4.json", "{\"a\": 0, \"b\": 5}");
+  const auto v_range = write_file(dir / "v4.json", "{\"a\": 0, \"b\": 5}");
   CHECK(load_error(v_range, merges) ==
         v_range.string() + ": entry \"b\": id 5 outside 0..1 (ids must number the 2 entries from 0)");
-  const auto v_array = write_file(dir, "v5.json", "[1, 2]");
+  const auto v_array = write_file(dir / "v5.json", "[1, 2]");
   CHECK(load_error(v_array, merges) ==
         v_array.string() + ": expected a JSON object {\"token\": id, ...}, got array");
   nlohmann::json no_eot = nlohmann::json::parse(byte_vocab({}));
   no_eot.erase("<|endoftext|>");
-  const auto v_eot = write_file(dir, "v6.json", no_eot.dump());
+  const auto v_eot = write_file(dir / "v6.json", no_eot.dump());
   CHECK(load_error(v_eot, merges) == v_eot.string() + ": no '<|endoftext|>' entry (GPT-2 BPE needs it)");
 }
 

@@ -127,25 +127,6 @@ void check_alignment(const Tokenizer& tok, const std::string& text, const Encodi
 
 }  // namespace
 
-namespace doctest {
-template <>
-struct StringMaker<std::vector<int>> {
-  static String convert(const std::vector<int>& v) {
-    std::string out = "{";
-    for (int x : v) out += (out.size() > 1 ? ", " : "") + std::to_string(x);
-    return (out + "}").c_str();
-  }
-};
-template <>
-struct StringMaker<std::vector<std::string>> {
-  static String convert(const std::vector<std::string>& v) {
-    std::string out = "{";
-    for (const auto& s : v) out += (out.size() > 1 ? ", \"" : "\"") + s + "\"";
-    return (out + "}").c_str();
-  }
-};
-}  // namespace doctest
-
 TEST_CASE("every line of every golden tokenization file: tokens and ids match exactly") {
   const fs::path dir = darkbert::test::golden_dir() / "tokenization";
   int files = 0;
@@ -372,13 +353,8 @@ TEST_CASE("invalid UTF-8 reaches the caller with the byte offset") {
 
 TEST_CASE("from_directory: picks the model, reads tokenizer_config.json, names missing or malformed files") {
   const auto dir = darkbert::test::scratch_dir("tokenizer_dirs");
-  auto error_of = [](const fs::path& d, const TokenizerOptions& o = {}) -> std::string {
-    try {
-      Tokenizer::from_directory(d, o);
-    } catch (const darkbert::error& e) {
-      return e.what();
-    }
-    return "";
+  auto error_of = [](const fs::path& d, const TokenizerOptions& o = {}) {
+    return darkbert::test::message_of([&] { Tokenizer::from_directory(d, o); });
   };
   CHECK(error_of(dir / "absent") ==
         "tokenizer directory '" + (dir / "absent").string() + "' does not exist or is not a directory");

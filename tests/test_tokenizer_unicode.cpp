@@ -9,6 +9,7 @@
 #include <vector>   // std::vector
 
 #include "darkbert/tokenizer/unicode.hpp"
+#include "test_support.hpp"
 
 namespace {
 
@@ -28,12 +29,7 @@ struct Fnv {
 bool is_surrogate(char32_t cp) { return cp >= 0xD800 && cp <= 0xDFFF; }
 
 std::string error_of(std::string_view bytes) {
-  try {
-    decode_utf8(bytes);
-  } catch (const darkbert::error& e) {
-    return e.what();
-  }
-  return "";
+  return darkbert::test::message_of([&] { decode_utf8(bytes); });
 }
 
 std::string hex(const std::u32string& s) {

@@ -4,7 +4,6 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>  // std::filesystem::path
-#include <fstream>     // std::ofstream
 #include <string>      // std::string
 #include <vector>      // std::vector
 
@@ -19,6 +18,7 @@ using darkbert::Span;
 using darkbert::TokenPiece;
 using darkbert::WordPieceOptions;
 using darkbert::WordPieceTokenizer;
+using darkbert::test::write_file;
 
 fs::path uncased_vocab() { return darkbert::test::data_dir() / "vocab" / "bert-base-uncased" / "vocab.txt"; }
 fs::path cased_vocab() { return darkbert::test::data_dir() / "vocab" / "bert-base-cased" / "vocab.txt"; }
@@ -38,33 +38,11 @@ std::vector<TokenPiece> pieces(const WordPieceTokenizer& wp, const std::string& 
   return out;
 }
 
-fs::path write_file(const fs::path& dir, const std::string& name, const std::string& content) {
-  const auto path = dir / name;
-  std::ofstream(path, std::ios::binary) << content;
-  return path;
-}
-
 std::string load_error(const fs::path& path) {
-  try {
-    WordPieceTokenizer wp(path);
-  } catch (const darkbert::error& e) {
-    return e.what();
-  }
-  return "";
+  return darkbert::test::message_of([&] { WordPieceTokenizer wp(path); });
 }
 
 }  // namespace
-
-namespace doctest {
-template <>
-struct StringMaker<std::vector<std::string>> {
-  static String convert(const std::vector<std::string>& v) {
-    std::string out = "{";
-    for (const auto& s : v) out += (out.size() > 1 ? ", \"" : "\"") + s + "\"";
-    return (out + "}").c_str();
-  }
-};
-}  // namespace doctest
 
 TEST_CASE("HF keeps special-token strings whole, Google splits them") {
   const WordPieceTokenizer hf(uncased_vocab(), opts(true, BertFlavour::hf));
@@ -231,19 +209,19 @@ TEST_CASE("vocab.txt errors name the file and line") {
   const auto missing = dir / "nope" / "vocab.txt";
   CHECK(load_error(missing) == "vocab file '" + missing.string() + "' does not exist");
   CHECK(load_error(dir) == "vocab file '" + dir.string() + "' is a directory, not a file");
-  const auto empty_line = write_file(dir, "empty_line.txt", "[UNK]\nhello\n\nworld\n");
+  const auto empty_line = write_file(dir / "empty_line.txt", "[UNK]\nhello\n\nworld\n");
   CHECK(load_error(empty_line) == empty_line.string() + ":3: empty token (every line must hold one token)");
-  const auto dup = write_file(dir, "dup.txt", "[UNK]\nhello\nworld\nhello\n");
+  const auto dup = write_file(dir / "dup.txt", "[UNK]\nhello\nworld\nhello\n");
   CHECK(load_error(dup) == dup.string() + ":4: duplicate token 'hello' (first on line 2)");
-  const auto bad_utf8 = write_file(dir, "bad.txt", "[UNK]\nok\nbad\xFF\n");
+  const auto bad_utf8 = write_file(dir / "bad.txt", "[UNK]\nok\nbad\xFF\n");
   CHECK(load_error(bad_utf8) ==
         bad_utf8.string() + ":3: invalid UTF-8 at byte 3: byte that never occurs in UTF-8: 0xFF");
-  const auto no_unk = write_file(dir, "no_unk.txt", "[PAD]\nhello\n");
+  const auto no_unk = write_file(dir / "no_unk.txt", "[PAD]\nhello\n");
   CHECK(load_error(no_unk) == no_unk.string() + ": no [UNK] token (WordPiece needs it for unknown words)");
-  const auto empty = write_file(dir, "empty.txt", "");
+  const auto empty = write_file(dir / "empty.txt", "");
   CHECK(load_error(empty) == empty.string() + ": empty vocabulary");
   // CRLF line ends are accepted (the \r is not part of the token); no final newline is fine too
-  const auto crlf = write_file(dir, "crlf.txt", "[UNK]\r\nhello\r\nworld");
+  const auto crlf = write_file(dir / "crlf.txt", "[UNK]\r\nhello\r\nworld");
   const WordPieceTokenizer wp(crlf);
   CHECK(wp.vocab_size() == 3);
   CHECK(wp.tokenize("Hello world") == Strings{"hello", "world"});

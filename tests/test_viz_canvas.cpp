@@ -3,67 +3,23 @@
 
 #include <doctest/doctest.h>
 
-#include <cairo.h>  // cairo_image_surface_create_from_png, to read PNGs back
-
 #include <pugixml.hpp>  // parse the SVG output
 
 #include <cmath>       // std::ceil
+#include <cstdint>     // std::uint32_t
 #include <filesystem>  // std::filesystem::path
-#include <fstream>     // std::ifstream
-#include <iterator>    // std::istreambuf_iterator
 #include <string>      // std::string
 #include <vector>      // std::vector
 
 #include "darkbert/viz/canvas.hpp"
-#include "test_support.hpp"
+#include "viz_test_support.hpp"
 
 namespace viz = darkbert::detail::viz;
 
-namespace {
-
-std::string message_of(auto&& f) {
-  try {
-    f();
-  } catch (const darkbert::error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
-std::string read_bytes(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-// A PNG read back through cairo; at(x, y) is the pixel at (x, y) in points.
-struct png_image {
-  explicit png_image(const std::filesystem::path& path, double pixels_per_point)
-      : surface(cairo_image_surface_create_from_png(path.c_str())), scale(pixels_per_point) {
-    REQUIRE(cairo_surface_status(surface) == CAIRO_STATUS_SUCCESS);
-    cairo_surface_flush(surface);
-  }
-  ~png_image() { cairo_surface_destroy(surface); }
-  int width() const { return cairo_image_surface_get_width(surface); }
-  int height() const { return cairo_image_surface_get_height(surface); }
-  darkbert::RgbColor at(double x, double y) const {
-    const int px = static_cast<int>(x * scale), py = static_cast<int>(y * scale);
-    REQUIRE(px >= 0);
-    REQUIRE(py >= 0);
-    REQUIRE(px < width());
-    REQUIRE(py < height());
-    const auto* row = cairo_image_surface_get_data(surface) + py * cairo_image_surface_get_stride(surface);
-    const std::uint32_t p = reinterpret_cast<const std::uint32_t*>(row)[px];
-    return {((p >> 16) & 0xFF) / 255.0, ((p >> 8) & 0xFF) / 255.0, (p & 0xFF) / 255.0};
-  }
-  cairo_surface_t* surface;
-  double scale;
-};
-
-bool near(darkbert::RgbColor a, darkbert::RgbColor b, double tolerance = 1.5 / 255) {
-  return std::abs(a.r - b.r) <= tolerance && std::abs(a.g - b.g) <= tolerance && std::abs(a.b - b.b) <= tolerance;
-}
-
-}  // namespace
+using darkbert::test::message_of;
+using darkbert::test::near;
+using darkbert::test::png_image;
+using darkbert::test::read_bytes;
 
 TEST_CASE("format_of: by extension, case-insensitive; anything else is an error naming the path") {
   CHECK(viz::format_of("a/b.png") == viz::FileFormat::png);

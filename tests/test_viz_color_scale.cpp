@@ -10,19 +10,12 @@
 #include <vector>   // std::vector
 
 #include "darkbert/viz/color_scale.hpp"
+#include "test_support.hpp"
 
 namespace viz = darkbert::detail::viz;
+using darkbert::test::message_of;
 
 namespace {
-
-std::string message_of(auto&& f) {
-  try {
-    f();
-  } catch (const darkbert::error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 
 viz::ValueRange range_of(const std::vector<double>& v, std::optional<double> lo = {}, std::optional<double> hi = {},
                           bool diverging = false) {

@@ -7,6 +7,9 @@
 #include <string>  // std::string
 
 #include "darkbert/viz/colormap.hpp"
+#include "test_support.hpp"
+
+using darkbert::test::message_of;
 
 namespace {
 
@@ -21,15 +24,6 @@ void check_close(darkbert::RgbColor got, darkbert::RgbColor want, double toleran
   CHECK(std::abs(got.r - want.r) <= tolerance);
   CHECK(std::abs(got.g - want.g) <= tolerance);
   CHECK(std::abs(got.b - want.b) <= tolerance);
-}
-
-std::string message_of(auto&& f) {
-  try {
-    f();
-  } catch (const darkbert::error& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 }  // namespace

@@ -1,17 +1,12 @@
-// darkbert — the command line. Each subcommand lives in its own header next to this file.
+// darkbert — the command line. Each subcommand lives in its own cmd_<name>.cpp next to this file.
 #include <CLI/CLI.hpp>
 
 #include <exception>  // std::exception
 #include <iostream>   // std::cerr
 
+#include "commands.hpp"
 #include "darkbert/core/blas_kernel.hpp"
 
-#include "cmd_annotate.hpp"
-#include "cmd_bench.hpp"
-#include "cmd_init.hpp"
-#include "cmd_run.hpp"
-#include "cmd_sweep.hpp"
-#include "cmd_tokenize.hpp"
 
 int main(int argc, char** argv) {
   darkbert::restart_with_fast_blas_kernel(argv);  // AVX-512 GEMM kernels where OpenBLAS misdetects the CPU

@@ -1,4 +1,3 @@
-#pragma once
 // darkbert run --cases FILE --out DIR [--model DIR] [--disable L:H,...] [--dtype float32|float64] [--check]
 //
 // Runs every case of a cases file (../shared/golden format) and writes each output the case names as .npy
@@ -15,6 +14,7 @@
 
 #include <xtensor/xnpy.hpp>
 
+#include "commands.hpp"
 #include "darkbert/model/case_file.hpp"
 
 namespace darkbert::cli {
@@ -93,7 +93,7 @@ int run_cases(const RunOptions& o) {
   return failures ? 1 : 0;
 }
 
-inline void add_run_command(CLI::App& app) {
+void add_run_command(CLI::App& app) {
   auto opts = std::make_shared<RunOptions>();
   auto* cmd = app.add_subcommand("run", "Run every case of a cases file and write the outputs as .npy");
   cmd->add_option("--cases", opts->cases, "Cases file (darkbert-golden-cases/1 JSON)")->required()->check(CLI::ExistingFile);

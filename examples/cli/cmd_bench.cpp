@@ -1,4 +1,3 @@
-#pragma once
 // darkbert bench forward [--layers 12 --hidden 768 --heads 12 --ff 3072 --seq 128 --batch 8 --reps 5
 //                         --threads N] [--no-attentions] [--hooks noop] [--dtype float32|float64]
 //
@@ -16,6 +15,7 @@
 #include <random>     // std::mt19937_64
 #include <vector>     // std::vector
 
+#include "commands.hpp"
 #include "darkbert/core/blas_kernel.hpp"
 #include "darkbert/core/threads.hpp"
 #include "darkbert/model/transformer.hpp"
@@ -97,7 +97,7 @@ void bench_forward(const BenchForwardOptions& o) {
               best, best / o.batch, flops / (best * 1e6), peak_rss_mb(), median, blas_core_name().c_str());
 }
 
-inline void add_bench_command(CLI::App& app) {
+void add_bench_command(CLI::App& app) {
   auto* bench = app.add_subcommand("bench", "Benchmarks");
   bench->require_subcommand(1);
   auto o = std::make_shared<BenchForwardOptions>();

@@ -1,4 +1,3 @@
-#pragma once
 // darkbert init --config FILE --out DIR [--tokenizer DIR] [--seed N] [--std S]
 //
 // Writes a randomly initialised checkpoint (config.json + model.safetensors, Hugging Face layout) for a
@@ -11,11 +10,12 @@
 #include <filesystem>  // std::filesystem
 #include <iostream>    // std::cout
 
+#include "commands.hpp"
 #include "darkbert/model/transformer.hpp"
 
 namespace darkbert::cli {
 
-inline void add_init_command(CLI::App& app) {
+void add_init_command(CLI::App& app) {
   struct Options {
     std::filesystem::path config, out, tokenizer;
     std::uint64_t seed = 0;

@@ -1,4 +1,3 @@
-#pragma once
 // darkbert tokenize --tokenizer DIR --input FILE.jsonl --output FILE.jsonl [--cased] [--flavour hf|google]
 //                   [--max-chars-per-word N] [--max-length N --truncation T --padding P]
 //
@@ -27,6 +26,7 @@
 
 #include <nlohmann/json.hpp>  // the JSON lines (ordered_json keeps the field order)
 
+#include "commands.hpp"
 #include "darkbert/core/error.hpp"
 #include "darkbert/tokenizer/tokenizer.hpp"
 
@@ -148,7 +148,7 @@ inline void run_tokenize(const TokenizeOptions& o) {
   std::printf("tokenized %zu lines (%zu tokens) in %.3f s -> %s\n", line_no, tokens, seconds, o.output.c_str());
 }
 
-inline void add_tokenize_command(CLI::App& app) {
+void add_tokenize_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("tokenize", "Tokenize JSON lines ({\"text\"} or {\"text_a\", \"text_b\"})");
   auto o = std::make_shared<TokenizeOptions>();
   cmd->add_option("--tokenizer", o->tokenizer, "Folder with vocab.txt, or vocab.json + merges.txt")->required();

@@ -1,4 +1,3 @@
-#pragma once
 // darkbert annotate --input FILE.conllu --output FILE.conllu [--model PATH] [--score]
 // darkbert annotate --text --input FILE.txt --output FILE.conllu          (one sentence per line)
 // darkbert annotate --train TRAIN.conllu --save-model PATH [--input ... --output ...]
@@ -34,6 +33,7 @@
 
 #include <nlohmann/json.hpp>  // the --score report
 
+#include "commands.hpp"
 #include "darkbert/core/error.hpp"
 #include "darkbert/data/annotator.hpp"
 #include "darkbert/data/conllu.hpp"
@@ -161,7 +161,7 @@ inline void run_annotate(const AnnotateOptions& o) {
   }
 }
 
-inline void add_annotate_command(CLI::App& app) {
+void add_annotate_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("annotate", "Predict UPOS and subjects/objects (nsubj, nsubj:pass, obj)");
   auto o = std::make_shared<AnnotateOptions>();
   cmd->add_option("--input", o->input, "CoNLL-U input (or raw text with --text)");

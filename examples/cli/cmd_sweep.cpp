@@ -1,4 +1,3 @@
-#pragma once
 // darkbert sweep --model DIR --task TASK [--max-examples N] [--out DIR] [--naive] [--batch-size 16]
 //                [--max-length 128] [--policy uniform|zero] [--tokenizer DIR] [--quiet]
 //
@@ -18,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "commands.hpp"
 #include "darkbert/analysis/ablation_sweep.hpp"
 #include "darkbert/analysis/results.hpp"
 #include "darkbert/analysis/task_metrics.hpp"
@@ -156,7 +156,7 @@ inline void run_sweep_command(const SweepOptions& o) {
   }
 }
 
-inline void add_sweep_command(CLI::App& app) {
+void add_sweep_command(CLI::App& app) {
   auto o = std::make_shared<SweepOptions>();
   auto* cmd = app.add_subcommand("sweep", "Disable every head and every layer in turn and score a GLUE task");
   cmd->add_option("--model", o->model, "Fine-tuned sequence classifier (checkpoint folder)")->required()->check(CLI::ExistingDirectory);
