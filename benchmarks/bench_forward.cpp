@@ -49,11 +49,11 @@ double flops_per_sequence(const darkbert::ModelConfig& c, double L) {
 void BM_Forward(benchmark::State& state) {
   const auto batch = random_batch(state.range(0));
   darkbert::ForwardResult<float> result;
+  model().forward_into(batch, {}, result);  // builds the model and sizes the buffers outside the timing
   for (auto _ : state) model().forward_into(batch, {}, result);
   const double flops = flops_per_sequence(model().config(), kLength) * static_cast<double>(batch.batch_size);
   state.counters["GFLOP/s"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["ms/seq"] = benchmark::Counter(1e3 / static_cast<double>(batch.batch_size),
-                                                benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+  state.counters["sequences"] = static_cast<double>(batch.batch_size);  // time per sequence = Time / sequences
 }
 BENCHMARK(BM_Forward)->Arg(1)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
 
