@@ -13,18 +13,7 @@ namespace {
 using darkbert::Index;
 constexpr Index kLength = 128;
 
-darkbert::ModelConfig bert_base() {
-  darkbert::ModelConfig c;
-  c.family = darkbert::Family::bert;
-  c.vocab_size = 30522;
-  c.hidden_size = 768;
-  c.num_layers = 12;
-  c.num_heads = 12;
-  c.intermediate_size = 3072;
-  c.max_positions = 512;
-  c.type_vocab_size = 2;
-  return c;
-}
+darkbert::ModelConfig bert_base() { return darkbert::ModelConfig::bert_shape(12, 768, 12, 3072); }
 
 const darkbert::Transformer<float>& model() {
   static const auto m = darkbert::Transformer<float>::random(bert_base(), {}, 0);

@@ -18,15 +18,7 @@ struct SweepSetup {
 
 const SweepSetup& setup() {
   static const SweepSetup s = [] {
-    darkbert::ModelConfig c;
-    c.family = darkbert::Family::bert;
-    c.vocab_size = 30522;
-    c.hidden_size = 192;
-    c.num_layers = 12;
-    c.num_heads = 12;
-    c.intermediate_size = 768;
-    c.max_positions = 512;
-    c.type_vocab_size = 2;
+    const auto c = darkbert::ModelConfig::bert_shape(12, 192, 12, 768);  // 12 x 12 heads, narrow
     SweepSetup out{darkbert::Transformer<float>::random(c, {.pooler = true, .classifier_labels = 2}, 0), {}, {}};
     std::mt19937_64 rng(1);
     std::uniform_int_distribution<int> token(1000, 30000);

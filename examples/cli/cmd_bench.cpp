@@ -54,15 +54,7 @@ inline double peak_rss_mb() {
 template <class T>
 void bench_forward(const BenchForwardOptions& o) {
   set_num_threads(o.threads);
-  ModelConfig config;
-  config.family = Family::bert;
-  config.vocab_size = 30522;
-  config.hidden_size = o.hidden;
-  config.num_layers = o.layers;
-  config.num_heads = o.heads;
-  config.intermediate_size = o.ff;
-  config.max_positions = std::max(512, o.seq);
-  config.type_vocab_size = 2;
+  const auto config = ModelConfig::bert_shape(o.layers, o.hidden, o.heads, o.ff, 30522, std::max(512, o.seq));
   const auto model = Transformer<T>::random(config, HeadSpec{}, o.seed);
 
   std::mt19937_64 rng(o.seed + 1);

@@ -55,6 +55,22 @@ struct ModelConfig {
   // Longest input the position table admits.
   int max_sequence_length() const { return max_positions - position_offset(); }
 
+  // A BERT-family shape (erf GELU, post-LN, 2 token types), e.g. for benchmarks and random models:
+  //   auto base = ModelConfig::bert_shape(12, 768, 12, 3072);
+  static ModelConfig bert_shape(int layers, int hidden, int heads, int intermediate, int vocab = 30522,
+                                int max_positions = 512) {
+    ModelConfig c;
+    c.family = Family::bert;
+    c.vocab_size = vocab;
+    c.hidden_size = hidden;
+    c.num_layers = layers;
+    c.num_heads = heads;
+    c.intermediate_size = intermediate;
+    c.max_positions = max_positions;
+    c.type_vocab_size = 2;
+    return c;
+  }
+
   static ModelConfig from_json(const nlohmann::json& j, const std::string& source = "config.json");
   // The Hugging Face config.json of this model (what from_json reads back).
   nlohmann::json to_json() const;

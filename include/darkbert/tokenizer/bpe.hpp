@@ -111,10 +111,7 @@ class BpeTokenizer {
   std::vector<std::string> tokenize(std::string_view text) const {
     std::vector<TokenPiece> pieces;
     tokenize(text, pieces);
-    std::vector<std::string> out;
-    out.reserve(pieces.size());
-    for (const auto& p : pieces) out.emplace_back(p.token);
-    return out;
+    return token_strings(pieces);
   }
 
   // The pre-tokenizer alone: the chunks of `text` as byte spans (no <|endoftext|> handling).

@@ -150,10 +150,7 @@ class WordPieceTokenizer {
   std::vector<std::string> tokenize(std::string_view text) const {
     std::vector<TokenPiece> pieces;
     tokenize(text, pieces);
-    std::vector<std::string> out;
-    out.reserve(pieces.size());
-    for (const auto& p : pieces) out.emplace_back(p.token);
-    return out;
+    return token_strings(pieces);
   }
 
   std::size_t vocab_size() const { return id_to_token_.size(); }
