@@ -1,7 +1,6 @@
 // The forward pass against every golden case of every model folder, in float and in double.
 #include <doctest/doctest.h>
 
-#include <cmath>       // std::abs
 #include <filesystem>  // std::filesystem::directory_iterator
 #include <string>      // std::string
 
@@ -19,13 +18,7 @@ template <class T>
 double worst_ratio(const xt::xarray<T>& got, const xt::xarray<double>& expected, double tol) {
   REQUIRE(got.shape().size() == expected.shape().size());
   for (std::size_t i = 0; i < got.shape().size(); ++i) REQUIRE(got.shape()[i] == expected.shape()[i]);
-  double worst = 0;
-  for (std::size_t i = 0; i < expected.size(); ++i) {
-    const double e = expected.data()[i];
-    const double g = static_cast<double>(got.data()[i]);
-    worst = std::max(worst, std::abs(g - e) / (tol * (1 + std::abs(e))));
-  }
-  return worst;
+  return darkbert::max_relative_error(got, expected) / tol;
 }
 
 std::vector<std::filesystem::path> case_files() {

@@ -6,7 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include <cmath>       // std::abs
+#include <limits>      // std::numeric_limits
 #include <filesystem>  // std::filesystem
 #include <iostream>    // std::cout
 #include <string>      // std::string
@@ -75,12 +75,8 @@ int run_cases(const RunOptions& o) {
       xt::dump_npy(out_path.string(), value);
       if (!o.check) continue;
       const auto expected = xt::load_npy<double>(expected_path.string());
-      double worst = 0;
-      bool same_shape = expected.shape().size() == value.shape().size();
-      for (std::size_t k = 0; same_shape && k < value.shape().size(); ++k) same_shape = expected.shape()[k] == value.shape()[k];
-      if (same_shape)
-        for (std::size_t k = 0; k < expected.size(); ++k)
-          worst = std::max(worst, std::abs(double(value.data()[k]) - expected.data()[k]) / (1 + std::abs(expected.data()[k])));
+      const double worst = max_relative_error(value, expected);
+      const bool same_shape = worst != std::numeric_limits<double>::infinity();
       const bool ok = same_shape && worst <= tol;
       failures += !ok;
       std::cout << (ok ? "ok   " : "FAIL ") << c.name << " " << name << " max|diff|/(1+|exp|) = " << worst

@@ -9,7 +9,9 @@
 //     auto hidden = darkbert::named_output(out, model, "hidden_states");
 //   }
 
+#include <cmath>       // std::abs
 #include <filesystem>  // std::filesystem::path
+#include <limits>      // std::numeric_limits
 #include <map>         // std::map
 #include <string>      // std::string
 #include <vector>      // std::vector
@@ -115,6 +117,21 @@ struct CaseFile {
     return cf;
   }
 };
+
+// max |got - expected| / (1 + |expected|) over all elements, the fixtures' error measure (their
+// tolerance: 1e-4 for float32, tighter for float64); +infinity when the shapes differ.
+template <class Got, class Expected>
+double max_relative_error(const Got& got, const Expected& expected) {
+  if (got.dimension() != expected.dimension()) return std::numeric_limits<double>::infinity();
+  for (std::size_t k = 0; k < got.dimension(); ++k)
+    if (got.shape()[k] != expected.shape()[k]) return std::numeric_limits<double>::infinity();
+  double worst = 0;
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    const double e = static_cast<double>(expected.data()[i]);
+    worst = std::max(worst, std::abs(static_cast<double>(got.data()[i]) - e) / (1 + std::abs(e)));
+  }
+  return worst;
+}
 
 // An output of a forward pass by its cases-file name: embeddings, hidden_states, attentions,
 // last_hidden_state, pooled, logits (sequence or LM logits, whichever the model has), mlm_logits,

@@ -193,9 +193,13 @@ class Transformer {
   void attention(int layer, const Batch& batch, T* attn, Workspace& ws, const ForwardOptions<T>& options) const;
   void heads_forward(const Batch& batch, const T* last, ForwardResult<T>& result,
                      const ForwardOptions<T>& options) const;
+  // Whether any registered hook fires at (point, layer); one pointer test when there are none.
+  static bool hooked(const ForwardOptions<T>& options, HookPoint point, int layer) {
+    return options.hooks && !options.hooks->empty() && options.hooks->active(point, layer);
+  }
   void run_hook(const ForwardOptions<T>& options, const Batch& batch, const int* batch_mask, HookPoint point,
                 int layer, TensorView<T> view, int head_axis = -1) const {
-    if (!options.hooks || options.hooks->empty() || !options.hooks->active(point, layer)) return;
+    if (!hooked(options, point, layer)) return;
     options.hooks->run(HookContext<T>{point, layer, -1, view, batch_mask, batch.batch_size, batch.length, config_.causal},
                        head_axis);
   }
@@ -467,13 +471,11 @@ void Transformer<T>::attention(int layer, const Batch& batch, T* attn, Workspace
   const Index pairs = shape.batch * shape.heads;
   const T* qkv = ws.qkv.data();
   const int* mask = ws.mask.data();
-  const bool hooked = options.hooks && !options.hooks->empty() &&
-                      (options.hooks->active(HookPoint::attn_scores, layer) ||
-                       options.hooks->active(HookPoint::pattern, layer));
+  const bool hooks_here = hooked(options, HookPoint::attn_scores, layer) || hooked(options, HookPoint::pattern, layer);
   const bool policed = options.policies && options.policies->affects_layer(layer);
   const auto maps = TensorView<T>::contiguous(attn, {shape.batch, shape.heads, shape.length, shape.length});
 
-  if (!hooked && !policed) {
+  if (!hooks_here && !policed) {
     // The common path: each (b, h) pair goes scores -> softmax -> context while its map is in cache.
 #pragma omp parallel for schedule(dynamic)
     for (Index p = 0; p < pairs; ++p) {
@@ -535,7 +537,7 @@ void Transformer<T>::block_forward(int layer, const Batch& batch, const T* in, T
     // mid = in + attn_out; normed = LN_2(mid)
     ops::add_layer_norm_forward<T>(ws.proj.data(), in, ws.mid.data(), ws.normed.data(), N, H, blk.mlp_norm, eps);
     run_hook(options, batch, ws.mask.data(), HookPoint::resid_mid, layer, residual_view(ws.mid.data()));
-    if (options.hooks && !options.hooks->empty() && options.hooks->active(HookPoint::resid_mid, layer))
+    if (hooked(options, HookPoint::resid_mid, layer))
       ops::layer_norm_forward<T>(ws.mid.data(), ws.normed.data(), N, H, blk.mlp_norm, eps);  // hook changed mid
     mlp_in = ws.normed.data();
   } else {
