@@ -46,33 +46,35 @@ void BM_Forward(benchmark::State& state) {
 }
 BENCHMARK(BM_Forward)->Arg(1)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
 
-// ---- stages of one layer at batch 8 (N = 1024 tokens)
+// ---- stages of one layer at batch 1 and 8 (N = 128 and 1024 tokens)
 struct Stage {
-  Index B = 8, L = kLength, N = 8 * kLength, H = 768, I = 3072, heads = 12, d = 64;
+  explicit Stage(Index batch) : B(batch), N(batch * kLength) {}
+  Index B, L = kLength, N, H = 768, I = 3072, heads = 12, d = 64;
   darkbert::Matrix<float> x = darkbert::Matrix<float>::Random(N, H), qkv = darkbert::Matrix<float>::Random(N, 3 * H);
   darkbert::Matrix<float> ctx = darkbert::Matrix<float>::Zero(N, H), out = darkbert::Matrix<float>::Zero(N, H);
   darkbert::Matrix<float> mlp = darkbert::Matrix<float>::Zero(N, I);
   std::vector<float> maps = std::vector<float>(static_cast<std::size_t>(B * heads * L * L));
   std::vector<int> mask = std::vector<int>(static_cast<std::size_t>(N), 1);
   const darkbert::BlockParams<float>& block = model().params().blocks[0];
+  darkbert::XwtScratch scratch;
 };
 
 void BM_Stage_Embeddings(benchmark::State& state) {
-  const auto batch = random_batch(8);
+  const auto batch = random_batch(state.range(0));
   darkbert::Matrix<float> out(batch.tokens(), model().config().hidden_size);
   for (auto _ : state) model().embed(batch, out.data());
 }
-BENCHMARK(BM_Stage_Embeddings)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Stage_Embeddings)->Arg(1)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 void BM_Stage_QKV(benchmark::State& state) {
-  Stage s;
-  for (auto _ : state) darkbert::ops::linear_forward<float>(s.x.data(), s.N, s.block.qkv, s.qkv.data());
+  Stage s(state.range(0));
+  for (auto _ : state) darkbert::ops::linear_forward<float>(s.x.data(), s.N, s.block.qkv, s.qkv.data(), darkbert::ops::Epilogue::none, s.scratch);
   state.counters["GFLOP/s"] = benchmark::Counter(2.0 * s.N * s.H * 3 * s.H * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
-BENCHMARK(BM_Stage_QKV)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Stage_QKV)->Arg(1)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 void BM_Stage_ScoresSoftmax(benchmark::State& state) {
-  Stage s;
+  Stage s(state.range(0));
   const darkbert::ops::AttentionShape shape{s.B, s.L, s.heads, s.d, false};
   for (auto _ : state) {
 #pragma omp parallel for schedule(dynamic)
@@ -82,10 +84,10 @@ void BM_Stage_ScoresSoftmax(benchmark::State& state) {
     }
   }
 }
-BENCHMARK(BM_Stage_ScoresSoftmax)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Stage_ScoresSoftmax)->Arg(1)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 void BM_Stage_Context(benchmark::State& state) {
-  Stage s;
+  Stage s(state.range(0));
   const darkbert::ops::AttentionShape shape{s.B, s.L, s.heads, s.d, false};
   for (auto _ : state) {
 #pragma omp parallel for schedule(dynamic)
@@ -93,27 +95,27 @@ void BM_Stage_Context(benchmark::State& state) {
       darkbert::ops::attention_context(s.qkv.data(), s.maps.data(), s.ctx.data(), shape, p / s.heads, p % s.heads);
   }
 }
-BENCHMARK(BM_Stage_Context)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Stage_Context)->Arg(1)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 void BM_Stage_OutputLayerNorm(benchmark::State& state) {
-  Stage s;
+  Stage s(state.range(0));
   for (auto _ : state) {
-    darkbert::ops::linear_forward<float>(s.ctx.data(), s.N, s.block.attn_out, s.out.data());
+    darkbert::ops::linear_forward<float>(s.ctx.data(), s.N, s.block.attn_out, s.out.data(), darkbert::ops::Epilogue::none, s.scratch);
     darkbert::ops::add_layer_norm_forward<float>(s.out.data(), s.x.data(), nullptr, s.out.data(), s.N, s.H, s.block.attn_norm, 1e-12);
   }
 }
-BENCHMARK(BM_Stage_OutputLayerNorm)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Stage_OutputLayerNorm)->Arg(1)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 void BM_Stage_FFN(benchmark::State& state) {
-  Stage s;
+  Stage s(state.range(0));
   for (auto _ : state) {
-    darkbert::ops::linear_forward<float>(s.x.data(), s.N, s.block.mlp_in, s.mlp.data(), darkbert::ops::Epilogue::gelu_erf);
-    darkbert::ops::linear_forward<float>(s.mlp.data(), s.N, s.block.mlp_out, s.out.data());
+    darkbert::ops::linear_forward<float>(s.x.data(), s.N, s.block.mlp_in, s.mlp.data(), darkbert::ops::Epilogue::gelu_erf, s.scratch);
+    darkbert::ops::linear_forward<float>(s.mlp.data(), s.N, s.block.mlp_out, s.out.data(), darkbert::ops::Epilogue::none, s.scratch);
     darkbert::ops::add_layer_norm_forward<float>(s.out.data(), s.x.data(), nullptr, s.out.data(), s.N, s.H, s.block.mlp_norm, 1e-12);
   }
   state.counters["GFLOP/s"] = benchmark::Counter(4.0 * s.N * s.H * s.I * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
-BENCHMARK(BM_Stage_FFN)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Stage_FFN)->Arg(1)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 

@@ -25,6 +25,7 @@
 
 #include "../core/error.hpp"
 #include "../core/matrix.hpp"
+#include "../core/xwt_gemm.hpp"
 #include "../core/tensor.hpp"
 #include "../hooks/hooks.hpp"
 #include "../hooks/masking_policy.hpp"
@@ -109,6 +110,7 @@ struct ForwardScratch {
   std::vector<T> scores;         // [B, heads, L, L] when attention maps are not kept
   Matrix<T> hidden_a, hidden_b;  // [N, H] ping-pong residual stream when hidden states are not kept
   std::vector<int> mask;         // [B, L] attention mask (all ones if the batch has none)
+  XwtScratch gemm;               // packed activations of the linear layers
 
   void prepare(const ModelConfig& c, Index N, Index B, Index L, bool need_scores, bool need_hidden) {
     const Index H = c.hidden_size;
@@ -517,7 +519,7 @@ void Transformer<T>::block_forward(int layer, const Batch& batch, const T* in, T
     ops::layer_norm_forward<T>(in, ws.normed.data(), N, H, blk.attn_norm, eps);
     attn_in = ws.normed.data();
   }
-  ops::linear_forward<T>(attn_in, N, blk.qkv, ws.qkv.data());  // [N, H] -> [N, 3H]
+  ops::linear_forward<T>(attn_in, N, blk.qkv, ws.qkv.data(), ops::Epilogue::none, ws.gemm);  // [N, H] -> [N, 3H]
   for (int k = 0; k < 3; ++k) {
     // [B, L, heads, d] views into the fused qkv buffer
     TensorView<T> v;
@@ -529,7 +531,7 @@ void Transformer<T>::block_forward(int layer, const Batch& batch, const T* in, T
   }
   attention(layer, batch, attn, ws, options);
   run_hook(options, batch, ws.mask.data(), HookPoint::z, layer, TensorView<T>::contiguous(ws.ctx.data(), {B, L, nh, d}), 2);
-  ops::linear_forward<T>(ws.ctx.data(), N, blk.attn_out, ws.proj.data());  // [N, H] -> [N, H]
+  ops::linear_forward<T>(ws.ctx.data(), N, blk.attn_out, ws.proj.data(), ops::Epilogue::none, ws.gemm);  // [N, H] -> [N, H]
   run_hook(options, batch, ws.mask.data(), HookPoint::attn_out, layer, residual_view(ws.proj.data()));
 
   const T* mlp_in = ws.mid.data();
@@ -544,9 +546,9 @@ void Transformer<T>::block_forward(int layer, const Batch& batch, const T* in, T
     ops::add_layer_norm_forward<T>(ws.proj.data(), in, nullptr, ws.mid.data(), N, H, blk.attn_norm, eps);
     run_hook(options, batch, ws.mask.data(), HookPoint::resid_mid, layer, residual_view(ws.mid.data()));
   }
-  ops::linear_forward<T>(mlp_in, N, blk.mlp_in, ws.mlp.data(), ops::epilogue_for(config_.activation));  // [N, H] -> [N, I]
+  ops::linear_forward<T>(mlp_in, N, blk.mlp_in, ws.mlp.data(), ops::epilogue_for(config_.activation), ws.gemm);  // [N, H] -> [N, I]
   run_hook(options, batch, ws.mask.data(), HookPoint::mlp_post, layer, TensorView<T>::contiguous(ws.mlp.data(), {B, L, I}));
-  ops::linear_forward<T>(ws.mlp.data(), N, blk.mlp_out, ws.proj.data());  // [N, I] -> [N, H]
+  ops::linear_forward<T>(ws.mlp.data(), N, blk.mlp_out, ws.proj.data(), ops::Epilogue::none, ws.gemm);  // [N, I] -> [N, H]
   run_hook(options, batch, ws.mask.data(), HookPoint::mlp_out, layer, residual_view(ws.proj.data()));
   if (pre_ln) {
     const T* a = ws.mid.data();
@@ -696,14 +698,12 @@ void Transformer<T>::heads_forward(const Batch& batch, const T* last, ForwardRes
     result.token_logits.resize({size_t(B), size_t(L), size_t(V)});
     logits = result.token_logits.data();
   }
-  // [R, H] x [V, H]^T -> [R, V]
-  gemm<T>(Transpose::no, Transpose::yes, R, V, H, T(1), decoder_in, H, params_.embeddings.word.data(), H, T(0), logits, V);
-  if (heads.masked_lm) {
-    const T* bias = heads.masked_lm->decoder_bias.data();
-#pragma omp parallel for schedule(static)
-    for (Index r = 0; r < R; ++r)
-      for (Index v = 0; v < V; ++v) logits[r * V + v] += bias[v];
-  }
+  // [R, H] x [V, H]^T -> [R, V], plus the masked-LM decoder bias
+  const T* decoder_bias = heads.masked_lm ? heads.masked_lm->decoder_bias.data() : nullptr;
+  XwtScratch scratch;
+  xwt_gemm<T>(decoder_in, R, H, params_.embeddings.word.data(), V, logits, scratch, [&](T* part, Index first, Index n) {
+    if (decoder_bias) ops::bias_epilogue(part, decoder_bias + first, n, ops::Epilogue::none);
+  });
 }
 
 }  // namespace darkbert

@@ -38,6 +38,22 @@ template <class T>
 using MutableStridedMatrix = Eigen::Map<Matrix<T>, 0, Eigen::OuterStride<>>;
 }  // namespace detail
 
+// Sum of v[0..n) in an order fixed by the indices alone (element j goes to partial sum j % 16, and the
+// 16 partial sums are added pairwise), so it vectorises and yet never depends on the buffer's alignment.
+template <class T>
+T fixed_order_sum(const T* v, Index n) {
+  constexpr Index lanes = 16;
+  T partial[lanes] = {};
+  Index j = 0;
+  for (; j + lanes <= n; j += lanes)
+#pragma omp simd
+    for (Index l = 0; l < lanes; ++l) partial[l] += v[j + l];
+  for (Index l = 0; j < n; ++j, ++l) partial[l] += v[j];
+  for (Index width = lanes / 2; width > 0; width /= 2)
+    for (Index l = 0; l < width; ++l) partial[l] += partial[l + width];
+  return partial[0];
+}
+
 // scores[b, h] = scale · Q_bh K_bhᵀ, then the padding and causal masks.
 // key_mask [B, L]: 1 = real token, 0 = padding.
 template <class T>
@@ -54,12 +70,10 @@ void attention_scores(const T* qkv, const int* key_mask, T* scores, const Attent
   constexpr T minus_inf = -std::numeric_limits<T>::infinity();
   for (Index i = 0; i < L; ++i) {
     T* row = S.data() + i * L;
-    for (Index j = 0; j < L; ++j) {
-      if (s.causal && j > i)
-        row[j] = minus_inf;
-      else if (!mask[j])
-        row[j] = lowest;
-    }
+    const Index visible = s.causal ? i + 1 : L;
+#pragma omp simd
+    for (Index j = 0; j < visible; ++j) row[j] = mask[j] ? row[j] : lowest;
+    for (Index j = visible; j < L; ++j) row[j] = minus_inf;
   }
 }
 
@@ -72,12 +86,11 @@ void attention_softmax(T* scores, const AttentionShape& s, Index b, Index h) {
     T* row = map + i * L;
     const Index visible = s.causal ? i + 1 : L;  // entries beyond are -inf -> 0
     T max = row[0];
+#pragma omp simd reduction(max : max)
     for (Index j = 1; j < visible; ++j) max = row[j] > max ? row[j] : max;
     Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>> v(row, visible);
     v = (v - max).exp();  // Eigen's vectorised exp (element-wise: independent of alignment)
-    T sum = 0;            // fixed left-to-right order, so the result never depends on alignment
-    for (Index j = 0; j < visible; ++j) sum += row[j];
-    v *= T(1) / sum;
+    v *= T(1) / fixed_order_sum(row, visible);
     for (Index j = visible; j < L; ++j) row[j] = T(0);
   }
 }

@@ -1,21 +1,27 @@
 #pragma once
-// y = f(x Wᵀ + b): one GEMM, then the bias and an optional activation in a single pass over y.
+// y = f(x Wᵀ + b): one product, with the bias and an optional activation applied to each block of y
+// as soon as the product has finished it (see core/xwt_gemm.hpp).
 // Shapes: x [rows, in], W [out, in], b [out], y [rows, out]; all row-major.
 
-#include "../../core/blas.hpp"
 #include "../../core/matrix.hpp"
+#include "../../core/xwt_gemm.hpp"
 #include "../parameters.hpp"
 #include "activation.hpp"
 
 namespace darkbert::ops {
 
 template <class T>
+void linear_forward(const T* x, Index rows, const Linear<T>& lin, T* y, Epilogue epilogue, XwtScratch& scratch) {
+  const T* bias = lin.bias.data();
+  xwt_gemm<T>(x, rows, lin.in(), lin.weight.data(), lin.out(), y, scratch,
+              [&](T* part, Index first, Index n) { bias_epilogue(part, bias + first, n, epilogue); });
+}
+
+// Convenience for one-off calls (heads, tests): allocates its own scratch.
+template <class T>
 void linear_forward(const T* x, Index rows, const Linear<T>& lin, T* y, Epilogue epilogue = Epilogue::none) {
-  const Index in = lin.in(), out = lin.out();
-  gemm<T>(Transpose::no, Transpose::yes, rows, out, in, T(1), x, in, lin.weight.data(), in, T(0), y, out);
-  const T* b = lin.bias.data();
-#pragma omp parallel for schedule(static)
-  for (Index r = 0; r < rows; ++r) bias_epilogue(y + r * out, b, out, epilogue);
+  XwtScratch scratch;
+  linear_forward(x, rows, lin, y, epilogue, scratch);
 }
 
 }  // namespace darkbert::ops

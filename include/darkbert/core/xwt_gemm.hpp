@@ -1,0 +1,134 @@
+#pragma once
+// y = x · Wᵀ for a weight matrix in its natural [out, in] layout (every Linear layer), followed by a
+// per-row epilogue (bias, activation) applied to each block of y as soon as it is complete, while it is
+// still in cache.
+//
+//   x [rows, in], W [out, in], y [rows, out], all row-major.
+//   epilogue(float* y_row_part, Index first_column, Index columns) is called exactly once for every part
+//   of every row of y, and the parts of a row cover it; it must only touch the span it is given.
+//
+// float on AVX-512 machines runs darkbert's own register-tiled kernel (core/detail/xwt_kernel_avx512.hpp),
+// which reaches ≈95% of the FMA peak on BERT-sized layers; everything else — double, CPUs without
+// AVX-512, and the one shape where the kernel loses (long K with many rows, where OpenBLAS's K-blocking
+// keeps more in cache) — goes to BLAS followed by one parallel epilogue pass.
+
+#include <omp.h>  // omp_in_parallel, omp_get_max_threads, omp_get_thread_num, omp_get_num_threads
+
+#include <algorithm>    // std::min, std::copy, std::fill
+#include <type_traits>  // std::is_same_v
+#include <vector>
+
+#include "blas.hpp"
+#include "matrix.hpp"
+#include "tensor.hpp"  // AlignedAllocator
+
+#if defined(__AVX512F__)
+#include "detail/xwt_kernel_avx512.hpp"
+#endif
+
+namespace darkbert {
+
+// Reusable working memory of xwt_gemm (the packed activations); keep one per forward pass so the layer
+// loop never allocates.
+struct XwtScratch {
+  std::vector<float, AlignedAllocator<float>> buffer;
+
+  float* reserve(Index floats) {
+    if (static_cast<Index>(buffer.size()) < floats) buffer.resize(static_cast<std::size_t>(floats));
+    return buffer.data();
+  }
+};
+
+// Whether the kernel (rather than BLAS) computes this product; exposed for tests and benchmarks.
+template <class T>
+constexpr bool xwt_kernel_available() {
+#if defined(__AVX512F__)
+  return std::is_same_v<T, float>;
+#else
+  return false;
+#endif
+}
+
+inline bool xwt_kernel_chosen(Index rows, Index in) {
+  // Measured on BERT-base shapes (benchmarks/bench_forward.cpp, stage benchmarks): the kernel wins at every
+  // shape with in <= 1024 and at every shape with up to 256 rows; OpenBLAS wins for in = 3072 with
+  // 1024 rows. Under 16 rows most of the 32-token panel would be padding.
+  return rows >= 16 && (in <= 1024 || rows <= 256);
+}
+
+namespace detail {
+
+template <class T, class Epilogue>
+void xwt_gemm_blas(const T* x, Index rows, Index in, const T* w, Index out, T* y, Epilogue& epilogue) {
+  gemm<T>(Transpose::no, Transpose::yes, rows, out, in, T(1), x, in, w, in, T(0), y, out);
+#pragma omp parallel for schedule(static) if (!omp_in_parallel())
+  for (Index r = 0; r < rows; ++r) epilogue(y + r * out, Index(0), out);
+}
+
+#if defined(__AVX512F__)
+template <class Epilogue>
+void xwt_gemm_avx512(const float* x, Index rows, Index in, const float* w, Index out, float* y, XwtScratch& scratch,
+                     Epilogue& epilogue) {
+  using namespace avx512;
+  const Index panels = (rows + kPanelTokens - 1) / kPanelTokens;
+  const Index tiles = (out + kTileOutputs - 1) / kTileOutputs;
+  const Index panel_floats = kPanelTokens * in;
+  float* packed = scratch.reserve(panels * panel_floats + kTileOutputs * in);
+  // The last tile, when out is not a multiple of 12, reads a zero-padded copy of W's last rows.
+  float* w_tail = packed + panels * panel_floats;
+  const Index tail_rows = out - (tiles - 1) * kTileOutputs;
+  if (tail_rows < kTileOutputs) {
+    std::copy(w + (tiles - 1) * kTileOutputs * in, w + out * in, w_tail);
+    std::fill(w_tail + tail_rows * in, w_tail + kTileOutputs * in, 0.0f);
+  }
+  // 8 tiles (96 outputs × in) of W stay in L2 while every panel of x streams past them.
+  constexpr Index tiles_per_block = 8;
+  const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+#pragma omp parallel num_threads(threads)
+  {
+#pragma omp for schedule(static)
+    for (Index p = 0; p < panels; ++p)
+      pack_panel(x + p * kPanelTokens * in, std::min(kPanelTokens, rows - p * kPanelTokens), in, packed + p * panel_floats);
+    // (implicit barrier: every panel is packed before any thread reads one)
+    const Index n = omp_get_num_threads(), id = omp_get_thread_num();
+    const Index first_tile = tiles * id / n, end_tile = tiles * (id + 1) / n;
+    alignas(64) float tile[kTileOutputs * kPanelTokens];
+    for (Index block = first_tile; block < end_tile; block += tiles_per_block) {
+      const Index block_end = std::min(end_tile, block + tiles_per_block);
+      const Index col_begin = block * kTileOutputs, col_end = std::min(out, block_end * kTileOutputs);
+      for (Index p = 0; p < panels; ++p) {
+        const Index row_begin = p * kPanelTokens, tokens = std::min(kPanelTokens, rows - row_begin);
+        for (Index t_i = block; t_i < block_end; ++t_i) {
+          const Index o = t_i * kTileOutputs, outs = std::min(kTileOutputs, out - o);
+          tile_12x32(outs == kTileOutputs ? w + o * in : w_tail, in, packed + p * panel_floats, in, tile);
+          for (Index t = 0; t < tokens; ++t) {
+            float* y_row = y + (row_begin + t) * out + o;
+            for (Index i = 0; i < outs; ++i) y_row[i] = tile[i * kPanelTokens + t];
+          }
+        }
+        for (Index t = 0; t < tokens; ++t)
+          epilogue(y + (row_begin + t) * out + col_begin, col_begin, col_end - col_begin);
+      }
+    }
+  }
+}
+#endif
+
+}  // namespace detail
+
+template <class T, class Epilogue>
+void xwt_gemm(const T* x, Index rows, Index in, const T* w, Index out, T* y, XwtScratch& scratch, Epilogue&& epilogue) {
+  if (rows == 0 || out == 0) return;
+#if defined(__AVX512F__)
+  if constexpr (std::is_same_v<T, float>) {
+    if (xwt_kernel_chosen(rows, in)) {
+      detail::xwt_gemm_avx512(x, rows, in, w, out, y, scratch, epilogue);
+      return;
+    }
+  }
+#endif
+  (void)scratch;
+  detail::xwt_gemm_blas(x, rows, in, w, out, y, epilogue);
+}
+
+}  // namespace darkbert
