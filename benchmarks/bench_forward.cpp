@@ -6,6 +6,7 @@
 #include <random>  // std::mt19937_64
 
 #include "darkbert/core/blas_kernel.hpp"
+#include "darkbert/core/threads.hpp"
 #include "darkbert/model/transformer.hpp"
 
 namespace {
@@ -57,6 +58,7 @@ struct Stage {
   std::vector<int> mask = std::vector<int>(static_cast<std::size_t>(N), 1);
   const darkbert::BlockParams<float>& block = model().params().blocks[0];
   darkbert::XwtScratch scratch;
+  darkbert::ops::AttentionScratch attention;
 };
 
 void BM_Stage_Embeddings(benchmark::State& state) {
@@ -76,10 +78,11 @@ BENCHMARK(BM_Stage_QKV)->Arg(1)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealT
 void BM_Stage_ScoresSoftmax(benchmark::State& state) {
   Stage s(state.range(0));
   const darkbert::ops::AttentionShape shape{s.B, s.L, s.heads, s.d, false};
+  s.attention.prepare(shape, darkbert::num_threads());
   for (auto _ : state) {
 #pragma omp parallel for schedule(dynamic)
     for (Index p = 0; p < s.B * s.heads; ++p) {
-      darkbert::ops::attention_scores(s.qkv.data(), s.mask.data(), s.maps.data(), shape, p / s.heads, p % s.heads, 0.125f);
+      darkbert::ops::attention_scores(s.qkv.data(), s.mask.data(), s.maps.data(), shape, p / s.heads, p % s.heads, 0.125f, s.attention);
       darkbert::ops::attention_softmax(s.maps.data(), shape, p / s.heads, p % s.heads);
     }
   }
@@ -89,10 +92,11 @@ BENCHMARK(BM_Stage_ScoresSoftmax)->Arg(1)->Arg(8)->Unit(benchmark::kMillisecond)
 void BM_Stage_Context(benchmark::State& state) {
   Stage s(state.range(0));
   const darkbert::ops::AttentionShape shape{s.B, s.L, s.heads, s.d, false};
+  s.attention.prepare(shape, darkbert::num_threads());
   for (auto _ : state) {
 #pragma omp parallel for schedule(dynamic)
     for (Index p = 0; p < s.B * s.heads; ++p)
-      darkbert::ops::attention_context(s.qkv.data(), s.maps.data(), s.ctx.data(), shape, p / s.heads, p % s.heads);
+      darkbert::ops::attention_context(s.qkv.data(), s.maps.data(), s.ctx.data(), shape, p / s.heads, p % s.heads, s.attention);
   }
 }
 BENCHMARK(BM_Stage_Context)->Arg(1)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime();

@@ -70,16 +70,16 @@ template <class Epilogue>
 void xwt_gemm_avx512(const float* x, Index rows, Index in, const float* w, Index out, float* y, XwtScratch& scratch,
                      Epilogue& epilogue) {
   using namespace avx512;
-  const Index panels = (rows + kPanelTokens - 1) / kPanelTokens;
-  const Index tiles = (out + kTileOutputs - 1) / kTileOutputs;
-  const Index panel_floats = kPanelTokens * in;
-  float* packed = scratch.reserve(panels * panel_floats + kTileOutputs * in);
+  const Index panels = (rows + kTileColumns - 1) / kTileColumns;
+  const Index tiles = (out + kTileRows - 1) / kTileRows;
+  const Index panel_floats = kTileColumns * in;
+  float* packed = scratch.reserve(panels * panel_floats + kTileRows * in);
   // The last tile, when out is not a multiple of 12, reads a zero-padded copy of W's last rows.
   float* w_tail = packed + panels * panel_floats;
-  const Index tail_rows = out - (tiles - 1) * kTileOutputs;
-  if (tail_rows < kTileOutputs) {
-    std::copy(w + (tiles - 1) * kTileOutputs * in, w + out * in, w_tail);
-    std::fill(w_tail + tail_rows * in, w_tail + kTileOutputs * in, 0.0f);
+  const Index tail_rows = out - (tiles - 1) * kTileRows;
+  if (tail_rows < kTileRows) {
+    std::copy(w + (tiles - 1) * kTileRows * in, w + out * in, w_tail);
+    std::fill(w_tail + tail_rows * in, w_tail + kTileRows * in, 0.0f);
   }
   // 8 tiles (96 outputs × in) of W stay in L2 while every panel of x streams past them.
   constexpr Index tiles_per_block = 8;
@@ -88,22 +88,23 @@ void xwt_gemm_avx512(const float* x, Index rows, Index in, const float* w, Index
   {
 #pragma omp for schedule(static)
     for (Index p = 0; p < panels; ++p)
-      pack_panel(x + p * kPanelTokens * in, std::min(kPanelTokens, rows - p * kPanelTokens), in, packed + p * panel_floats);
+      pack_panel(x + p * kTileColumns * in, in, std::min(kTileColumns, rows - p * kTileColumns), in, packed + p * panel_floats);
     // (implicit barrier: every panel is packed before any thread reads one)
     const Index n = omp_get_num_threads(), id = omp_get_thread_num();
     const Index first_tile = tiles * id / n, end_tile = tiles * (id + 1) / n;
-    alignas(64) float tile[kTileOutputs * kPanelTokens];
+    alignas(64) float tile[kTileRows * kTileColumns];
     for (Index block = first_tile; block < end_tile; block += tiles_per_block) {
       const Index block_end = std::min(end_tile, block + tiles_per_block);
-      const Index col_begin = block * kTileOutputs, col_end = std::min(out, block_end * kTileOutputs);
+      const Index col_begin = block * kTileRows, col_end = std::min(out, block_end * kTileRows);
       for (Index p = 0; p < panels; ++p) {
-        const Index row_begin = p * kPanelTokens, tokens = std::min(kPanelTokens, rows - row_begin);
+        const Index row_begin = p * kTileColumns, tokens = std::min(kTileColumns, rows - row_begin);
         for (Index t_i = block; t_i < block_end; ++t_i) {
-          const Index o = t_i * kTileOutputs, outs = std::min(kTileOutputs, out - o);
-          tile_12x32(outs == kTileOutputs ? w + o * in : w_tail, in, packed + p * panel_floats, in, tile);
+          const Index o = t_i * kTileRows, outs = std::min(kTileRows, out - o);
+          tile_12x32(outs == kTileRows ? w + o * in : w_tail, in, packed + p * panel_floats, kTileColumns, kTileColumns, in,
+                     tile, kTileColumns);
           for (Index t = 0; t < tokens; ++t) {
             float* y_row = y + (row_begin + t) * out + o;
-            for (Index i = 0; i < outs; ++i) y_row[i] = tile[i * kPanelTokens + t];
+            for (Index i = 0; i < outs; ++i) y_row[i] = tile[i * kTileColumns + t];
           }
         }
         for (Index t = 0; t < tokens; ++t)

@@ -10,6 +10,8 @@
 // test at every named point (hooks/hook_point.hpp). Each kernel keeps its shapes in a comment; the same
 // code path is used for inference, analysis (hooks, policies) and, later, training.
 
+#include <omp.h>  // omp_get_max_threads
+
 #include <cmath>       // std::sqrt, std::tanh
 #include <filesystem>  // std::filesystem::path
 #include <fstream>     // std::ofstream
@@ -111,6 +113,7 @@ struct ForwardScratch {
   Matrix<T> hidden_a, hidden_b;  // [N, H] ping-pong residual stream when hidden states are not kept
   std::vector<int> mask;         // [B, L] attention mask (all ones if the batch has none)
   XwtScratch gemm;               // packed activations of the linear layers
+  ops::AttentionScratch attention;  // per-thread memory of the per-head products
 
   void prepare(const ModelConfig& c, Index N, Index B, Index L, bool need_scores, bool need_hidden) {
     const Index H = c.hidden_size;
@@ -476,20 +479,22 @@ void Transformer<T>::attention(int layer, const Batch& batch, T* attn, Workspace
   const bool hooks_here = hooked(options, HookPoint::attn_scores, layer) || hooked(options, HookPoint::pattern, layer);
   const bool policed = options.policies && options.policies->affects_layer(layer);
   const auto maps = TensorView<T>::contiguous(attn, {shape.batch, shape.heads, shape.length, shape.length});
+  auto& scratch = ws.attention;
+  scratch.prepare(shape, omp_get_max_threads());
 
   if (!hooks_here && !policed) {
     // The common path: each (b, h) pair goes scores -> softmax -> context while its map is in cache.
 #pragma omp parallel for schedule(dynamic)
     for (Index p = 0; p < pairs; ++p) {
       const Index b = p / shape.heads, h = p % shape.heads;
-      ops::attention_scores(qkv, mask, attn, shape, b, h, scale);
+      ops::attention_scores(qkv, mask, attn, shape, b, h, scale, scratch);
       ops::attention_softmax(attn, shape, b, h);
-      ops::attention_context(qkv, attn, ws.ctx.data(), shape, b, h);
+      ops::attention_context(qkv, attn, ws.ctx.data(), shape, b, h, scratch);
     }
     return;
   }
 #pragma omp parallel for schedule(dynamic)
-  for (Index p = 0; p < pairs; ++p) ops::attention_scores(qkv, mask, attn, shape, p / shape.heads, p % shape.heads, scale);
+  for (Index p = 0; p < pairs; ++p) ops::attention_scores(qkv, mask, attn, shape, p / shape.heads, p % shape.heads, scale, scratch);
   run_hook(options, batch, ws.mask.data(), HookPoint::attn_scores, layer, maps, 1);
 #pragma omp parallel for schedule(dynamic)
   for (Index p = 0; p < pairs; ++p) ops::attention_softmax(attn, shape, p / shape.heads, p % shape.heads);
@@ -497,7 +502,7 @@ void Transformer<T>::attention(int layer, const Batch& batch, T* attn, Workspace
     options.policies->apply(layer, attn, mask, shape.batch, static_cast<int>(shape.heads), shape.length, shape.causal);
   run_hook(options, batch, ws.mask.data(), HookPoint::pattern, layer, maps, 1);
 #pragma omp parallel for schedule(dynamic)
-  for (Index p = 0; p < pairs; ++p) ops::attention_context(qkv, attn, ws.ctx.data(), shape, p / shape.heads, p % shape.heads);
+  for (Index p = 0; p < pairs; ++p) ops::attention_context(qkv, attn, ws.ctx.data(), shape, p / shape.heads, p % shape.heads, scratch);
 }
 
 // One block: in [N, H] -> out [N, H] (out may not alias in), attention pattern into attn.

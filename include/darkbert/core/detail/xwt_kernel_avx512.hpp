@@ -1,28 +1,76 @@
 #pragma once
-// The AVX-512 float kernel behind xwt_gemm (core/xwt_gemm.hpp): y[N, O] = x[N, K] · W[O, K]ᵀ with W read
-// in its own [out, in] layout, never packed. Why this shape: W is the large operand (weights), x the small
-// one (activations). Broadcasting W's elements straight from its rows and packing only x costs one cheap
-// pass over the activations, where a BLAS call re-packs the weights on every call (≈20% of the GEMM time
-// at batch 1 here). The output tile stays in registers for the whole K, so the bias and activation are
-// applied by the caller while the block is still in cache.
+// darkbert's AVX-512 float micro-kernel and its packing helpers, used by xwt_gemm (core/xwt_gemm.hpp) for
+// every Linear layer and by the per-head attention products (model/ops/attention.hpp).
 //
-// Register tile: 12 outputs × 32 tokens = 24 zmm accumulators. Per k: two vector loads of packed x (32
-// tokens), 12 broadcasts of W[o, k], 24 FMAs — 12 cycles on two FMA pipes, so the loads hide behind them.
-// Every output element is a sum over k in increasing order, so the result does not depend on the
-// thread count or on how the work is split.
+// The kernel computes one register tile  C[12, 32] = A[12, K] · B[K, 32]:
+//   A's 12 rows are read in place (any row stride) and broadcast element by element;
+//   B's rows are loaded as two vectors of 16 (any row stride; fewer than 32 columns are masked).
+// 24 zmm accumulators; per k: 2 vector loads, 12 broadcasts, 24 FMAs — 12 cycles on two FMA pipes, so
+// the loads hide behind the arithmetic (≈95% of the FMA peak measured on BERT-sized layers).
+// Every element is a sum over k in increasing order: results never depend on threads or work split.
 //
-// Packed x ("panel" p): tokens [32p, 32p + 32) as panel[k * 32 + t], zero beyond the last token.
+// For a Linear layer y[N, O] = x[N, K] · W[O, K]ᵀ, A is W itself (never packed: it is the large operand,
+// which a BLAS call would re-pack on every call) and B is a "panel" of x transposed:
+// panel[k * 32 + t] = x[t, k] for 32 tokens, packed once per call with in-register 16 × 16 transposes.
 
 #include <immintrin.h>
 
-#include <algorithm>  // std::min
+#include <algorithm>  // std::min, std::copy, std::fill
 
 #include "../matrix.hpp"
 
 namespace darkbert::detail::avx512 {
 
-inline constexpr Index kTileOutputs = 12;  // W rows per register tile
-inline constexpr Index kPanelTokens = 32;  // x rows per packed panel (two zmm)
+inline constexpr Index kTileRows = 12;     // rows of A (and C) per register tile
+inline constexpr Index kTileColumns = 32;  // columns of B (and C) per register tile: two zmm
+
+// The first n of 16 lanes (n clamped to [0, 16]).
+inline __mmask16 first_lanes(Index n) {
+  return n >= 16 ? __mmask16(0xFFFF) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1u);
+}
+
+// C[i, t] = Σ_{k<K} A[i, k] · B[k, t] for i < 12, t < columns (<= 32).
+// A[i, k] = a[i * lda + k] (all 12 rows must be readable), B[k, t] = b[k * ldb + t], C[i, t] = c[i * ldc + t];
+// only rows i < c_rows of C are written.
+inline void tile_12x32(const float* a, Index lda, const float* b, Index ldb, Index columns, Index K, float* c,
+                       Index ldc, Index c_rows = kTileRows) {
+  const __mmask16 m0 = first_lanes(columns), m1 = first_lanes(columns - 16);
+  __m512 acc[kTileRows][2];
+#pragma GCC unroll 12
+  for (Index i = 0; i < kTileRows; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+  for (Index k = 0; k < K; ++k) {
+    const __m512 b0 = _mm512_maskz_loadu_ps(m0, b + k * ldb);
+    const __m512 b1 = _mm512_maskz_loadu_ps(m1, b + k * ldb + 16);
+#pragma GCC unroll 12
+    for (Index i = 0; i < kTileRows; ++i) {
+      const __m512 ai = _mm512_set1_ps(a[i * lda + k]);
+      acc[i][0] = _mm512_fmadd_ps(ai, b0, acc[i][0]);
+      acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);
+    }
+  }
+  // A constant trip count (rows past c_rows get an empty mask and the last valid row's address) keeps
+  // acc[][] in registers; a loop bounded by c_rows would make the compiler spill it on every k.
+#pragma GCC unroll 12
+  for (Index i = 0; i < kTileRows; ++i) {
+    const bool valid = i < c_rows;
+    float* row = c + (valid ? i : c_rows - 1) * ldc;
+    _mm512_mask_storeu_ps(row, valid ? m0 : __mmask16(0), acc[i][0]);
+    _mm512_mask_storeu_ps(row + 16, valid ? m1 : __mmask16(0), acc[i][1]);
+  }
+}
+
+// A tile's rows as the kernel reads them: a itself when all 12 rows exist, otherwise the `rows` that do
+// exist copied into `spare` [12, K] and padded with zeros (so the kernel never reads past a buffer).
+inline const float* tile_rows(const float* a, Index lda, Index rows, Index K, float* spare, Index& ld) {
+  if (rows >= kTileRows) {
+    ld = lda;
+    return a;
+  }
+  for (Index i = 0; i < rows; ++i) std::copy(a + i * lda, a + i * lda + K, spare + i * K);
+  std::fill(spare + rows * K, spare + kTileRows * K, 0.0f);
+  ld = K;
+  return spare;
+}
 
 // Transposes the 16 × 16 block r[i][j] (16 rows of 16 floats) in registers: on return r[j] holds column j.
 inline void transpose_16x16(__m512 r[16]) {
@@ -50,39 +98,19 @@ inline void transpose_16x16(__m512 r[16]) {
   }
 }
 
-// panel[k * 32 + t] = x[t, k] for t < tokens, 0 for tokens <= t < 32.   x [tokens, K] row-major, ldx = K.
+// panel[k * 32 + t] = x[t * ldx + k] for t < tokens (<= 32) and k < K; 0 for tokens <= t < 32.
 // Full 16 × 16 blocks go through registers; the ragged edges element by element.
-inline void pack_panel(const float* x, Index tokens, Index K, float* panel) {
-  const Index K16 = tokens == kPanelTokens ? K / 16 * 16 : 0;
-  for (Index half = 0; half < kPanelTokens; half += 16)
+inline void pack_panel(const float* x, Index ldx, Index tokens, Index K, float* panel) {
+  const Index K16 = tokens == kTileColumns ? K / 16 * 16 : 0;
+  for (Index half = 0; half < kTileColumns; half += 16)
     for (Index k = 0; k < K16; k += 16) {
       __m512 r[16];
-      for (Index t = 0; t < 16; ++t) r[t] = _mm512_loadu_ps(x + (half + t) * K + k);
+      for (Index t = 0; t < 16; ++t) r[t] = _mm512_loadu_ps(x + (half + t) * ldx + k);
       transpose_16x16(r);
-      for (Index j = 0; j < 16; ++j) _mm512_store_ps(panel + (k + j) * kPanelTokens + half, r[j]);
+      for (Index j = 0; j < 16; ++j) _mm512_storeu_ps(panel + (k + j) * kTileColumns + half, r[j]);
     }
   for (Index k = K16; k < K; ++k)
-    for (Index t = 0; t < kPanelTokens; ++t) panel[k * kPanelTokens + t] = t < tokens ? x[t * K + k] : 0.0f;
-}
-
-// tile[i * 32 + t] = Σ_k w[i * ldw + k] · panel[k * 32 + t]  for i < 12, t < 32.
-inline void tile_12x32(const float* w, Index ldw, const float* panel, Index K, float* tile) {
-  __m512 c[kTileOutputs][2];
-  for (auto& row : c) row[0] = row[1] = _mm512_setzero_ps();
-  for (Index k = 0; k < K; ++k) {
-    const __m512 b0 = _mm512_load_ps(panel + k * kPanelTokens);
-    const __m512 b1 = _mm512_load_ps(panel + k * kPanelTokens + 16);
-#pragma GCC unroll 12
-    for (Index i = 0; i < kTileOutputs; ++i) {
-      const __m512 a = _mm512_set1_ps(w[i * ldw + k]);
-      c[i][0] = _mm512_fmadd_ps(a, b0, c[i][0]);
-      c[i][1] = _mm512_fmadd_ps(a, b1, c[i][1]);
-    }
-  }
-  for (Index i = 0; i < kTileOutputs; ++i) {
-    _mm512_store_ps(tile + i * kPanelTokens, c[i][0]);
-    _mm512_store_ps(tile + i * kPanelTokens + 16, c[i][1]);
-  }
+    for (Index t = 0; t < kTileColumns; ++t) panel[k * kTileColumns + t] = t < tokens ? x[t * ldx + k] : 0.0f;
 }
 
 }  // namespace darkbert::detail::avx512

@@ -11,13 +11,27 @@
 // Masking follows Hugging Face exactly: a padding key gets the lowest finite score (HF adds finfo.min),
 // a future key of a causal model gets -inf. A query row whose keys are all padding therefore spreads
 // uniformly over them, as in HF.
+//
+// The two per-head products run on darkbert's AVX-512 tile kernel for float (scores: Q's rows against
+// K packed as 32-key panels; context: the pattern's rows against V's rows read in place, no packing) and
+// on Eigen otherwise. They need a little per-thread memory: AttentionScratch, prepared before the loop.
 
-#include <cmath>   // std::exp
-#include <limits>  // std::numeric_limits
+#include <omp.h>  // omp_get_thread_num
+
+#include <algorithm>    // std::min, std::max
+#include <cmath>        // std::exp
+#include <limits>       // std::numeric_limits
+#include <type_traits>  // std::is_same_v
+#include <vector>
 
 #include <Eigen/Core>  // Eigen::Map, Eigen::OuterStride
 
 #include "../../core/matrix.hpp"
+#include "../../core/tensor.hpp"  // AlignedAllocator
+#include "../../core/xwt_gemm.hpp"  // xwt_kernel_available
+#if defined(__AVX512F__)
+#include "../../core/detail/xwt_kernel_avx512.hpp"
+#endif
 
 namespace darkbert::ops {
 
@@ -29,6 +43,22 @@ struct AttentionShape {
   Index map_size() const { return length * length; }
   // Offset of the [L, L] map of (b, h) inside a [B, heads, L, L] buffer.
   Index map_offset(Index b, Index h) const { return (b * heads + h) * map_size(); }
+};
+
+// Working memory of the float kernel path, one slice per thread: K of one head packed as panels, and
+// spare rows for a partial last tile. prepare() before the parallel loop; for_thread() inside it.
+struct AttentionScratch {
+  std::vector<float, AlignedAllocator<float>> buffer;
+  Index per_thread = 0, panel_floats = 0;
+
+  void prepare(const AttentionShape& s, int threads) {
+    const Index panels = (s.length + 31) / 32;
+    panel_floats = panels * 32 * s.head_dim;
+    per_thread = (panel_floats + 12 * std::max(s.length, s.head_dim) + 15) / 16 * 16;
+    const auto total = static_cast<std::size_t>(per_thread * threads);
+    if (buffer.size() < total) buffer.resize(total);
+  }
+  float* for_thread() { return buffer.data() + omp_get_thread_num() * per_thread; }
 };
 
 namespace detail {
@@ -58,21 +88,41 @@ T fixed_order_sum(const T* v, Index n) {
 // key_mask [B, L]: 1 = real token, 0 = padding.
 template <class T>
 void attention_scores(const T* qkv, const int* key_mask, T* scores, const AttentionShape& s, Index b, Index h,
-                      T scale) {
-  const Index L = s.length, d = s.head_dim, H = s.hidden();
-  const T* q = qkv + b * L * 3 * H + h * d;
-  detail::StridedMatrix<T> Q(q, L, d, Eigen::OuterStride<>(3 * H));
-  detail::StridedMatrix<T> K(q + H, L, d, Eigen::OuterStride<>(3 * H));
-  MatrixMap<T> S(scores + s.map_offset(b, h), L, L);
-  S.noalias() = scale * (Q * K.transpose());
+                      T scale, AttentionScratch& scratch) {
+  const Index L = s.length, d = s.head_dim, ld = 3 * s.hidden();
+  const T* q = qkv + b * L * ld + h * d;
+  const T* k = q + s.hidden();
+  T* S = scores + s.map_offset(b, h);
+  if constexpr (xwt_kernel_available<T>()) {
+#if defined(__AVX512F__)
+    using namespace darkbert::detail::avx512;
+    float* panels = scratch.for_thread();
+    float* spare = panels + scratch.panel_floats;
+    for (Index p = 0; p * kTileColumns < L; ++p)
+      pack_panel(k + p * kTileColumns * ld, ld, std::min(kTileColumns, L - p * kTileColumns), d, panels + p * kTileColumns * d);
+    for (Index q0 = 0; q0 < L; q0 += kTileRows) {
+      const Index rows = std::min(kTileRows, L - q0);
+      Index lda = 0;
+      const float* a = tile_rows(q + q0 * ld, ld, rows, d, spare, lda);
+      for (Index p = 0; p * kTileColumns < L; ++p)
+        tile_12x32(a, lda, panels + p * kTileColumns * d, kTileColumns, std::min(kTileColumns, L - p * kTileColumns), d,
+                   S + q0 * L + p * kTileColumns, L, rows);
+    }
+#endif
+  } else {
+    (void)scratch;
+    detail::StridedMatrix<T> Q(q, L, d, Eigen::OuterStride<>(ld));
+    detail::StridedMatrix<T> K(k, L, d, Eigen::OuterStride<>(ld));
+    MatrixMap<T>(S, L, L).noalias() = Q * K.transpose();
+  }
   const int* mask = key_mask + b * L;
   constexpr T lowest = std::numeric_limits<T>::lowest();
   constexpr T minus_inf = -std::numeric_limits<T>::infinity();
   for (Index i = 0; i < L; ++i) {
-    T* row = S.data() + i * L;
+    T* row = S + i * L;
     const Index visible = s.causal ? i + 1 : L;
 #pragma omp simd
-    for (Index j = 0; j < visible; ++j) row[j] = mask[j] ? row[j] : lowest;
+    for (Index j = 0; j < visible; ++j) row[j] = mask[j] ? row[j] * scale : lowest;
     for (Index j = visible; j < L; ++j) row[j] = minus_inf;
   }
 }
@@ -97,12 +147,31 @@ void attention_softmax(T* scores, const AttentionShape& s, Index b, Index h) {
 
 // ctx[b rows, head h columns] = pattern_bh · V_bh.
 template <class T>
-void attention_context(const T* qkv, const T* pattern, T* ctx, const AttentionShape& s, Index b, Index h) {
+void attention_context(const T* qkv, const T* pattern, T* ctx, const AttentionShape& s, Index b, Index h,
+                       AttentionScratch& scratch) {
   const Index L = s.length, d = s.head_dim, H = s.hidden();
-  ConstMatrixMap<T> P(pattern + s.map_offset(b, h), L, L);
-  detail::StridedMatrix<T> V(qkv + b * L * 3 * H + 2 * H + h * d, L, d, Eigen::OuterStride<>(3 * H));
-  detail::MutableStridedMatrix<T> C(ctx + b * L * H + h * d, L, d, Eigen::OuterStride<>(H));
-  C.noalias() = P * V;
+  const T* P = pattern + s.map_offset(b, h);
+  const T* v = qkv + b * L * 3 * H + 2 * H + h * d;
+  T* c = ctx + b * L * H + h * d;
+  if constexpr (xwt_kernel_available<T>()) {
+#if defined(__AVX512F__)
+    using namespace darkbert::detail::avx512;
+    float* spare = scratch.for_thread() + scratch.panel_floats;
+    for (Index q0 = 0; q0 < L; q0 += kTileRows) {
+      const Index rows = std::min(kTileRows, L - q0);
+      Index lda = 0;
+      const float* a = tile_rows(P + q0 * L, L, rows, L, spare, lda);
+      for (Index j0 = 0; j0 < d; j0 += kTileColumns)
+        tile_12x32(a, lda, v + j0, 3 * H, std::min(kTileColumns, d - j0), L, c + q0 * H + j0, H, rows);
+    }
+#endif
+  } else {
+    (void)scratch;
+    ConstMatrixMap<T> Pm(P, L, L);
+    detail::StridedMatrix<T> V(v, L, d, Eigen::OuterStride<>(3 * H));
+    detail::MutableStridedMatrix<T> C(c, L, d, Eigen::OuterStride<>(H));
+    C.noalias() = Pm * V;
+  }
 }
 
 }  // namespace darkbert::ops
