@@ -1,6 +1,6 @@
 #pragma once
 // OpenBLAS picks its kernels once, when the library loads: from OPENBLAS_CORETYPE if set, else from the
-// CPU it recognises. OpenBLAS 0.3.21 (Debian 12) does not recognise AVX-512 AMD CPUs (Zen 4, reported as
+// CPU it recognises. OpenBLAS 0.3.21 (Debian 12) does not recognise AVX-512 AMD CPUs (Zen 4 and 5, reported as
 // "AMD EPYC") and falls back to its Haswell (AVX2) kernels; some machines also export
 // OPENBLAS_CORETYPE=Haswell globally. On an AVX-512 CPU the SkylakeX kernels run SGEMM twice as fast
 // (measured here: 204 vs 390 GFLOP/s on 2 threads). Because the choice is made at load time, a program

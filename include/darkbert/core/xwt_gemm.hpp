@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "blas.hpp"
+#include "blas_kernel.hpp"  // blas_core_name, is_avx512_core
 #include "matrix.hpp"
 #include "tensor.hpp"  // AlignedAllocator
 
@@ -49,11 +50,20 @@ constexpr bool xwt_kernel_available() {
 #endif
 }
 
+namespace detail {
+// Whether OpenBLAS runs its AVX-512 kernels (fixed when the library loads; see core/blas_kernel.hpp).
+inline bool blas_runs_avx512() {
+  static const bool avx512 = is_avx512_core(blas_core_name());
+  return avx512;
+}
+}  // namespace detail
+
 inline bool xwt_kernel_chosen(Index rows, Index in) {
-  // Measured on BERT-base shapes (benchmarks/bench_forward.cpp, stage benchmarks): the kernel wins at every
-  // shape with in <= 1024 and at every shape with up to 256 rows; OpenBLAS wins for in = 3072 with
-  // 1024 rows. Under 16 rows most of the 32-token panel would be padding.
-  return rows >= 16 && (in <= 1024 || rows <= 256);
+  // Measured on BERT-base shapes (benchmarks/bench_xwt_gemm.cpp): the kernel wins at every shape with
+  // in <= 1024 and at every shape with up to 256 rows; OpenBLAS's SkylakeX kernels win for in = 3072 with
+  // 1024 rows (its K-blocking keeps more in cache), its AVX2 kernels never do. Under 16 rows most of the
+  // 32-row panel would be padding.
+  return rows >= 16 && (in <= 1024 || rows <= 256 || !detail::blas_runs_avx512());
 }
 
 namespace detail {
