@@ -5,9 +5,9 @@
 
 #include <random>  // std::mt19937_64
 
-#include "darkbert/core/blas_kernel.hpp"
 #include "darkbert/core/threads.hpp"
 #include "darkbert/model/transformer.hpp"
+#include "bench_main.hpp"
 
 namespace {
 
@@ -123,12 +123,4 @@ BENCHMARK(BM_Stage_FFN)->Arg(1)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealT
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  darkbert::restart_with_fast_blas_kernel(argv);
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::AddCustomContext("openblas_core", darkbert::blas_core_name());
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
-}
+int main(int argc, char** argv) { return darkbert::bench::main(argc, argv); }

@@ -6,7 +6,7 @@
 #include <random>  // std::mt19937_64
 
 #include "darkbert/analysis/ablation_sweep.hpp"
-#include "darkbert/core/blas_kernel.hpp"
+#include "bench_main.hpp"
 
 namespace {
 
@@ -56,11 +56,4 @@ BENCHMARK(BM_SweepPrefixCached)->Unit(benchmark::kSecond)->UseRealTime()->Iterat
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  darkbert::restart_with_fast_blas_kernel(argv);
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
-}
+int main(int argc, char** argv) { return darkbert::bench::main(argc, argv); }

@@ -7,9 +7,9 @@
 #include <random>
 #include <vector>
 
-#include "darkbert/core/blas_kernel.hpp"
 #include "darkbert/core/xwt_gemm.hpp"
 #include "darkbert/model/ops/activation.hpp"
+#include "bench_main.hpp"
 
 namespace {
 using darkbert::Index;
@@ -67,12 +67,4 @@ BENCHMARK(BM_Linear_DarkbertKernel)->Apply(shapes);
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  darkbert::restart_with_fast_blas_kernel(argv);
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::AddCustomContext("openblas_core", darkbert::blas_core_name());
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
-}
+int main(int argc, char** argv) { return darkbert::bench::main(argc, argv); }

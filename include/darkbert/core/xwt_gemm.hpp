@@ -8,9 +8,9 @@
 //   of every row of y, and the parts of a row cover it; it must only touch the span it is given.
 //
 // float on AVX-512 machines runs darkbert's own register-tiled kernel (core/detail/xwt_kernel_avx512.hpp),
-// which reaches ≈95% of the FMA peak on BERT-sized layers; everything else — double, CPUs without
-// AVX-512, and the one shape where the kernel loses (long K with many rows, where OpenBLAS's K-blocking
-// keeps more in cache) — goes to BLAS followed by one parallel epilogue pass.
+// which reaches ≈93% of the FMA peak on BERT-sized layers; everything else — double, CPUs without
+// AVX-512, and the one shape where OpenBLAS's own AVX-512 kernels win (long K with many rows, where its
+// K-blocking keeps more in cache) — goes to BLAS followed by one parallel epilogue pass.
 
 #include <omp.h>  // omp_in_parallel, omp_get_max_threads, omp_get_thread_num, omp_get_num_threads
 

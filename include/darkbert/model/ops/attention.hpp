@@ -26,6 +26,7 @@
 
 #include <Eigen/Core>  // Eigen::Map, Eigen::OuterStride
 
+#include "../../core/error.hpp"
 #include "../../core/matrix.hpp"
 #include "../../core/tensor.hpp"  // AlignedAllocator
 #include "../../core/xwt_gemm.hpp"  // xwt_kernel_available
@@ -52,13 +53,18 @@ struct AttentionScratch {
   Index per_thread = 0, panel_floats = 0;
 
   void prepare(const AttentionShape& s, int threads) {
-    const Index panels = (s.length + 31) / 32;
-    panel_floats = panels * 32 * s.head_dim;
-    per_thread = (panel_floats + 12 * std::max(s.length, s.head_dim) + 15) / 16 * 16;
+    constexpr Index tile_rows = 12, tile_columns = 32;  // the kernel's register tile
+    const Index panels = (s.length + tile_columns - 1) / tile_columns;
+    panel_floats = panels * tile_columns * s.head_dim;
+    per_thread = (panel_floats + tile_rows * std::max(s.length, s.head_dim) + 15) / 16 * 16;
     const auto total = static_cast<std::size_t>(per_thread * threads);
     if (buffer.size() < total) buffer.resize(total);
   }
-  float* for_thread() { return buffer.data() + omp_get_thread_num() * per_thread; }
+  float* for_thread() {
+    const auto end = static_cast<std::size_t>((omp_get_thread_num() + 1) * per_thread);
+    if (end > buffer.size()) fail("AttentionScratch: prepared for fewer threads than the loop runs on");
+    return buffer.data() + omp_get_thread_num() * per_thread;
+  }
 };
 
 namespace detail {
