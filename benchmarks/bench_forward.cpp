@@ -49,8 +49,9 @@ BENCHMARK(BM_Forward)->Arg(1)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTim
 
 // ---- stages of one layer at batch 1 and 8 (N = 128 and 1024 tokens)
 struct Stage {
-  explicit Stage(Index batch) : B(batch), N(batch * kLength) {}
+  explicit Stage(Index batch) : B(batch), N(batch * kLength) { attention.prepare(shape, darkbert::num_threads()); }
   Index B, L = kLength, N, H = 768, I = 3072, heads = 12, d = 64;
+  darkbert::ops::AttentionShape shape{B, L, heads, d, false};
   darkbert::Matrix<float> x = darkbert::Matrix<float>::Random(N, H), qkv = darkbert::Matrix<float>::Random(N, 3 * H);
   darkbert::Matrix<float> ctx = darkbert::Matrix<float>::Zero(N, H), out = darkbert::Matrix<float>::Zero(N, H);
   darkbert::Matrix<float> mlp = darkbert::Matrix<float>::Zero(N, I);
@@ -77,13 +78,11 @@ BENCHMARK(BM_Stage_QKV)->Arg(1)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealT
 
 void BM_Stage_ScoresSoftmax(benchmark::State& state) {
   Stage s(state.range(0));
-  const darkbert::ops::AttentionShape shape{s.B, s.L, s.heads, s.d, false};
-  s.attention.prepare(shape, darkbert::num_threads());
   for (auto _ : state) {
 #pragma omp parallel for schedule(dynamic)
     for (Index p = 0; p < s.B * s.heads; ++p) {
-      darkbert::ops::attention_scores(s.qkv.data(), s.mask.data(), s.maps.data(), shape, p / s.heads, p % s.heads, 0.125f, s.attention);
-      darkbert::ops::attention_softmax(s.maps.data(), shape, p / s.heads, p % s.heads);
+      darkbert::ops::attention_scores(s.qkv.data(), s.mask.data(), s.maps.data(), s.shape, p / s.heads, p % s.heads, 0.125f, s.attention);
+      darkbert::ops::attention_softmax(s.maps.data(), s.shape, p / s.heads, p % s.heads);
     }
   }
 }
@@ -91,12 +90,10 @@ BENCHMARK(BM_Stage_ScoresSoftmax)->Arg(1)->Arg(8)->Unit(benchmark::kMillisecond)
 
 void BM_Stage_Context(benchmark::State& state) {
   Stage s(state.range(0));
-  const darkbert::ops::AttentionShape shape{s.B, s.L, s.heads, s.d, false};
-  s.attention.prepare(shape, darkbert::num_threads());
   for (auto _ : state) {
 #pragma omp parallel for schedule(dynamic)
     for (Index p = 0; p < s.B * s.heads; ++p)
-      darkbert::ops::attention_context(s.qkv.data(), s.maps.data(), s.ctx.data(), shape, p / s.heads, p % s.heads, s.attention);
+      darkbert::ops::attention_context(s.qkv.data(), s.maps.data(), s.ctx.data(), s.shape, p / s.heads, p % s.heads, s.attention);
   }
 }
 BENCHMARK(BM_Stage_Context)->Arg(1)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime();

@@ -14,7 +14,7 @@
 
 #include <omp.h>  // omp_in_parallel, omp_get_max_threads, omp_get_thread_num, omp_get_num_threads
 
-#include <algorithm>    // std::min, std::copy, std::fill
+#include <algorithm>    // std::min
 #include <type_traits>  // std::is_same_v
 #include <vector>
 
@@ -84,13 +84,11 @@ void xwt_gemm_avx512(const float* x, Index rows, Index in, const float* w, Index
   const Index tiles = (out + kTileRows - 1) / kTileRows;
   const Index panel_floats = kTileColumns * in;
   float* packed = scratch.reserve(panels * panel_floats + kTileRows * in);
-  // The last tile, when out is not a multiple of 12, reads a zero-padded copy of W's last rows.
-  float* w_tail = packed + panels * panel_floats;
-  const Index tail_rows = out - (tiles - 1) * kTileRows;
-  if (tail_rows < kTileRows) {
-    std::copy(w + (tiles - 1) * kTileRows * in, w + out * in, w_tail);
-    std::fill(w_tail + tail_rows * in, w_tail + kTileRows * in, 0.0f);
-  }
+  // The last tile, when out is not a multiple of 12, reads a zero-padded copy of W's last rows (either
+  // way its row stride is `in`).
+  Index last_ld = 0;
+  const float* last_tile = tile_rows(w + (tiles - 1) * kTileRows * in, in, out - (tiles - 1) * kTileRows, in,
+                                     packed + panels * panel_floats, last_ld);
   // 8 tiles (96 outputs × in) of W stay in L2 while every panel of x streams past them.
   constexpr Index tiles_per_block = 8;
   const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
@@ -110,8 +108,8 @@ void xwt_gemm_avx512(const float* x, Index rows, Index in, const float* w, Index
         const Index row_begin = p * kTileColumns, tokens = std::min(kTileColumns, rows - row_begin);
         for (Index t_i = block; t_i < block_end; ++t_i) {
           const Index o = t_i * kTileRows, outs = std::min(kTileRows, out - o);
-          tile_12x32(outs == kTileRows ? w + o * in : w_tail, in, packed + p * panel_floats, kTileColumns, kTileColumns, in,
-                     tile, kTileColumns);
+          tile_12x32(t_i == tiles - 1 ? last_tile : w + o * in, in, packed + p * panel_floats, kTileColumns, kTileColumns,
+                     in, tile, kTileColumns);
           for (Index t = 0; t < tokens; ++t) {
             float* y_row = y + (row_begin + t) * out + o;
             for (Index i = 0; i < outs; ++i) y_row[i] = tile[i * kTileColumns + t];

@@ -27,8 +27,8 @@
 
 #include "../core/error.hpp"
 #include "../core/matrix.hpp"
-#include "../core/xwt_gemm.hpp"
 #include "../core/tensor.hpp"
+#include "../core/xwt_gemm.hpp"
 #include "../hooks/hooks.hpp"
 #include "../hooks/masking_policy.hpp"
 #include "../io/checkpoint.hpp"
@@ -705,8 +705,7 @@ void Transformer<T>::heads_forward(const Batch& batch, const T* last, ForwardRes
   }
   // [R, H] x [V, H]^T -> [R, V], plus the masked-LM decoder bias
   const T* decoder_bias = heads.masked_lm ? heads.masked_lm->decoder_bias.data() : nullptr;
-  XwtScratch scratch;
-  xwt_gemm<T>(decoder_in, R, H, params_.embeddings.word.data(), V, logits, scratch, [&](T* part, Index first, Index n) {
+  xwt_gemm<T>(decoder_in, R, H, params_.embeddings.word.data(), V, logits, result.scratch.gemm, [&](T* part, Index first, Index n) {
     if (decoder_bias) ops::bias_epilogue(part, decoder_bias + first, n, ops::Epilogue::none);
   });
 }
