@@ -55,7 +55,7 @@ template <class T>
 void bench_forward(const BenchForwardOptions& o) {
   set_num_threads(o.threads);
   const auto config = ModelConfig::bert_shape(o.layers, o.hidden, o.heads, o.ff, 30522, std::max(512, o.seq));
-  const auto model = Transformer<T>::random(config, HeadSpec{}, o.seed);
+  const auto model = Transformer<T>::random(config, TaskHeads{}, o.seed);
 
   std::mt19937_64 rng(o.seed + 1);
   std::uniform_int_distribution<int> token(1000, config.vocab_size - 1);

@@ -13,12 +13,12 @@
 #include <nlohmann/json.hpp>
 
 #include "../core/error.hpp"
-#include "../io/checkpoint.hpp"
+#include "../io/checkpoint.hpp"  // read_json_file
+#include "ops/activation.hpp"  // Activation
 
 namespace darkbert {
 
 enum class Family { bert, roberta, distilbert, gpt2 };
-enum class Activation { gelu_erf, gelu_tanh, relu };
 
 inline const char* family_name(Family f) {
   switch (f) {
@@ -115,7 +115,8 @@ inline Activation parse_activation(const std::string& name, const std::string& s
   if (name == "gelu") return Activation::gelu_erf;
   if (name == "gelu_new" || name == "gelu_pytorch_tanh" || name == "gelu_fast") return Activation::gelu_tanh;
   if (name == "relu") return Activation::relu;
-  fail(source, ": unsupported activation \"", name, "\" (supported: gelu, gelu_new, gelu_pytorch_tanh, relu)");
+  if (name == "tanh") return Activation::tanh;
+  fail(source, ": unsupported activation \"", name, "\" (supported: gelu, gelu_new, gelu_pytorch_tanh, relu, tanh)");
 }
 
 }  // namespace detail
@@ -168,7 +169,8 @@ inline ModelConfig ModelConfig::from_json(const nlohmann::json& j, const std::st
         detail::parse_activation(json_get<std::string>(j, "activation_function", source, "gelu_new", false), source);
     c.pre_layer_norm = true;
     c.causal = true;
-    c.pad_token_id = -1;
+    // GPT-2 has no padding token of its own; a fine-tuning config names one (often eos) for the classifier.
+    c.pad_token_id = json_get<int>(j, "pad_token_id", source, -1, false);
     if (!json_get<bool>(j, "scale_attn_weights", source, true, false))
       fail(source, ": scale_attn_weights=false is not supported");
     c.scale_by_inverse_layer_idx = json_get<bool>(j, "scale_attn_by_inverse_layer_idx", source, false, false);
@@ -201,7 +203,10 @@ inline ModelConfig ModelConfig::from_json(const nlohmann::json& j, const std::st
 
 inline nlohmann::json ModelConfig::to_json() const {
   nlohmann::json j;
-  const char* act = activation == Activation::gelu_erf ? "gelu" : activation == Activation::gelu_tanh ? "gelu_new" : "relu";
+  const char* act = activation == Activation::gelu_erf    ? "gelu"
+                    : activation == Activation::gelu_tanh ? "gelu_new"
+                    : activation == Activation::relu      ? "relu"
+                                                          : "tanh";
   if (!architecture.empty()) j["architectures"] = {architecture};
   j["vocab_size"] = vocab_size;
   switch (family) {
@@ -238,6 +243,7 @@ inline nlohmann::json ModelConfig::to_json() const {
       j["layer_norm_epsilon"] = layer_norm_eps;
       j["activation_function"] = act;
       j["scale_attn_by_inverse_layer_idx"] = scale_by_inverse_layer_idx;
+      if (pad_token_id >= 0) j["pad_token_id"] = pad_token_id;
       break;
   }
   if (!labels.empty()) {

@@ -40,43 +40,9 @@
 #include "ops/linear.hpp"
 #include "parameter_names.hpp"
 #include "parameters.hpp"
+#include "task_heads.hpp"
 
 namespace darkbert {
-
-// Which task heads a model has, for building one without a checkpoint (benchmarks, tests).
-struct HeadSpec {
-  bool pooler = false;
-  int classifier_labels = 0;  // 0 = no classifier
-  bool masked_lm = false;
-  bool next_sentence = false;
-
-  // The heads a Hugging Face architecture name implies ("BertForSequenceClassification", ...); the
-  // classifier gets config.labels.size() outputs (2 if the config lists none).
-  static HeadSpec for_architecture(const ModelConfig& c) {
-    const std::string& a = c.architecture;
-    auto ends = [&](const char* suffix) {
-      const std::string s = suffix;
-      return a.size() >= s.size() && a.compare(a.size() - s.size(), s.size(), s) == 0;
-    };
-    HeadSpec h;
-    const bool encoder = c.family == Family::bert || c.family == Family::roberta;
-    if (a.empty() || ends("Model")) h.pooler = encoder && c.family == Family::bert;
-    else if (ends("ForSequenceClassification")) {
-      h.pooler = c.family == Family::bert;
-      h.classifier_labels = c.labels.empty() ? 2 : static_cast<int>(c.labels.size());
-    } else if (ends("ForPreTraining")) {
-      h.pooler = h.masked_lm = h.next_sentence = true;
-    } else if (ends("ForMaskedLM")) {
-      h.masked_lm = true;
-    } else if (!ends("LMHeadModel")) {
-      fail("architecture \"", a, "\" is not supported (use *Model, *ForSequenceClassification, *ForPreTraining, "
-           "*ForMaskedLM or GPT2LMHeadModel)");
-    }
-    if ((h.next_sentence || h.pooler) && c.family != Family::bert && c.family != Family::roberta)
-      h.pooler = h.next_sentence = false;
-    return h;
-  }
-};
 
 template <class T>
 struct ForwardOptions {
@@ -171,7 +137,7 @@ class Transformer {
   void save(const std::filesystem::path& dir) const;
 
   // A model of the given shape with seeded random weights (N(0, 0.02); LayerNorm 1 and 0).
-  static Transformer random(const ModelConfig& config, const HeadSpec& heads, std::uint64_t seed);
+  static Transformer random(const ModelConfig& config, const TaskHeads& heads, std::uint64_t seed);
 
   const ModelConfig& config() const { return config_; }
   const TransformerParams<T>& params() const { return params_; }
@@ -186,6 +152,15 @@ class Transformer {
   }
   // Same, reusing the buffers of `result` from an earlier call (no allocation when shapes repeat).
   void forward_into(const Batch& batch, const ForwardOptions<T>& options, ForwardResult<T>& result) const;
+
+  // The position GPT-2's classifier reads in row b: the rightmost token that is not pad_token_id (as
+  // Hugging Face's GPT2ForSequenceClassification); without a pad token, the last real token by the mask.
+  Index last_token(const Batch& batch, Index b) const {
+    Index last = 0;
+    for (Index i = 0; i < batch.length; ++i)
+      if (config_.pad_token_id >= 0 ? batch.id(b, i) != config_.pad_token_id : batch.mask(b, i) != 0) last = i;
+    return last;
+  }
 
   // The embedding block alone: [B, L] ids -> out [B, L, H] (what hook_embed sees). No validation.
   void embed(const Batch& batch, T* out) const;
@@ -214,199 +189,6 @@ class Transformer {
   std::vector<std::string> unused_;
 };
 
-// ------------------------------------------------------------------------------------------ building
-
-namespace detail {
-
-// Allocates parameters of the right shapes for a config and a set of heads.
-template <class T>
-TransformerParams<T> allocate_params(const ModelConfig& c, const HeadSpec& spec) {
-  const Index H = c.hidden_size, I = c.intermediate_size;
-  TransformerParams<T> p;
-  p.embeddings.word = Matrix<T>::Zero(c.vocab_size, H);
-  p.embeddings.position = Matrix<T>::Zero(c.max_positions, H);
-  p.embeddings.token_type = Matrix<T>::Zero(c.type_vocab_size, H);
-  if (c.family != Family::gpt2) p.embeddings.norm = LayerNormParams<T>(H);
-  for (int l = 0; l < c.num_layers; ++l) {
-    BlockParams<T> b;
-    b.qkv = Linear<T>(H, 3 * H);
-    b.attn_out = Linear<T>(H, H);
-    b.attn_norm = LayerNormParams<T>(H);
-    b.mlp_in = Linear<T>(H, I);
-    b.mlp_out = Linear<T>(I, H);
-    b.mlp_norm = LayerNormParams<T>(H);
-    p.blocks.push_back(std::move(b));
-  }
-  auto& heads = p.heads;
-  if (c.family == Family::gpt2) {
-    heads.final_norm = LayerNormParams<T>(H);
-    heads.causal_lm = true;
-  }
-  if (spec.pooler) heads.pooler = Linear<T>(H, H);
-  if (spec.classifier_labels > 0) {
-    ClassifierParams<T> cls;
-    cls.out = Linear<T>(H, spec.classifier_labels);
-    if (c.family == Family::distilbert) {
-      cls.pre = Linear<T>(H, H);
-      cls.pre_activation = ClassifierActivation::relu;
-    } else if (c.family == Family::roberta) {
-      cls.pre = Linear<T>(H, H);
-      cls.pre_activation = ClassifierActivation::tanh;
-    } else {
-      cls.on_pooled = true;
-    }
-    heads.classifier = std::move(cls);
-  }
-  if (spec.masked_lm) heads.masked_lm = MaskedLmParams<T>{Linear<T>(H, H), LayerNormParams<T>(H), Vector<T>::Zero(c.vocab_size)};
-  if (spec.next_sentence) heads.next_sentence = Linear<T>(H, 2);
-  return p;
-}
-
-// Maps checkpoint names to canonical ones: strips the base-model prefix, renames legacy LayerNorm
-// gamma/beta, drops buffers and tied copies. Two names landing on one canonical name is an error.
-inline std::map<std::string, std::string> canonical_names(const CheckpointFolder& ckpt, Family family) {
-  const std::string prefix = base_prefix(family);
-  std::map<std::string, std::string> canonical;  // canonical -> name in the file
-  for (const auto& name : ckpt.tensor_names()) {
-    std::string c = name.rfind(prefix, 0) == 0 ? name.substr(prefix.size()) : name;
-    auto ends_with = [&](const std::string& s) { return c.size() >= s.size() && c.compare(c.size() - s.size(), s.size(), s) == 0; };
-    if (ends_with(".gamma")) c = c.substr(0, c.size() - 6) + ".weight";
-    else if (ends_with(".beta")) c = c.substr(0, c.size() - 5) + ".bias";
-    if (is_ignored_tensor(c, family)) continue;
-    const auto [it, inserted] = canonical.emplace(c, name);
-    if (!inserted)
-      fail(ckpt.directory().string(), ": tensors '", it->second, "' and '", name, "' both provide '", c, "'");
-  }
-  return canonical;
-}
-
-// Which heads a checkpoint carries, from the tensors present.
-inline HeadSpec detect_heads(const std::map<std::string, std::string>& names, const ModelConfig& c,
-                             const CheckpointFolder& ckpt) {
-  auto has = [&](const std::string& n) { return names.count(n) != 0; };
-  HeadSpec spec;
-  spec.pooler = has("pooler.dense.weight");
-  std::string classifier;
-  if (c.family == Family::roberta) {
-    if (has("classifier.out_proj.weight")) classifier = "classifier.out_proj.weight";
-    spec.masked_lm = has("lm_head.dense.weight");
-  } else if (c.family == Family::distilbert) {
-    if (has("classifier.weight")) classifier = "classifier.weight";
-    spec.masked_lm = has("vocab_transform.weight");
-  } else if (c.family == Family::bert) {
-    if (has("classifier.weight")) classifier = "classifier.weight";
-    spec.masked_lm = has("cls.predictions.transform.dense.weight");
-    spec.next_sentence = has("cls.seq_relationship.weight");
-  }
-  if (!classifier.empty()) {
-    const auto& info = ckpt.info(names.at(classifier));
-    if (info.shape.size() != 2) fail(ckpt.directory().string(), ": '", names.at(classifier), "' is not a matrix");
-    spec.classifier_labels = static_cast<int>(info.shape[0]);
-    if (!c.labels.empty() && static_cast<int>(c.labels.size()) != spec.classifier_labels)
-      fail(ckpt.directory().string(), ": config.json lists ", c.labels.size(), " labels (id2label) but '",
-           names.at(classifier), "' has ", spec.classifier_labels, " rows");
-  }
-  if (c.family == Family::bert && spec.classifier_labels > 0 && !spec.pooler)
-    fail(ckpt.directory().string(), ": a BERT classifier needs the pooler, but pooler.dense.weight is missing");
-  return spec;
-}
-
-}  // namespace detail
-
-template <class T>
-Transformer<T> Transformer<T>::load(const std::filesystem::path& dir) {
-  const auto config_path = dir / "config.json";
-  if (!std::filesystem::exists(config_path)) fail(dir.string(), ": no config.json");
-  ModelConfig config = ModelConfig::from_json_file(config_path);
-  CheckpointFolder ckpt(dir);
-  const auto names = detail::canonical_names(ckpt, config.family);
-  const HeadSpec spec = detail::detect_heads(names, config, ckpt);
-  if (spec.classifier_labels > 0 && config.labels.empty())
-    for (int i = 0; i < spec.classifier_labels; ++i) config.labels.push_back("LABEL_" + std::to_string(i));
-
-  Transformer model(config, detail::allocate_params<T>(config, spec));
-  std::set<std::string> used;
-  std::vector<T> staging;
-  for (const auto& slot : parameter_slots(model.params_, config)) {
-    const auto it = names.find(slot.name);
-    if (it == names.end())
-      fail(dir.string(), ": missing tensor '", slot.name, "' (also looked for '", base_prefix(config.family),
-           slot.name, "'", slot.name.find("LayerNorm.weight") != std::string::npos ? " and the legacy '.gamma'" : "",
-           ")");
-    const TensorInfo& info = ckpt.info(it->second);
-    if (info.shape != slot.shape)
-      fail(ckpt.file_of(it->second).path().string(), ": tensor '", it->second, "' has shape ",
-           shape_string(info.shape), " but config.json (", family_name(config.family), ", hidden ",
-           config.hidden_size, ", ", config.num_heads, " heads, intermediate ", config.intermediate_size,
-           ", vocab ", config.vocab_size, ") requires ", shape_string(slot.shape));
-    if (!slot.transposed) {
-      ckpt.read_as<T>(it->second, slot.data);
-    } else {
-      // Conv1D [in, out] -> our [out, in].
-      const Index rows = slot.shape[0], cols = slot.shape[1];
-      staging.resize(static_cast<std::size_t>(rows * cols));
-      ckpt.read_as<T>(it->second, staging.data());
-      MatrixMap<T>(slot.data, cols, rows) = ConstMatrixMap<T>(staging.data(), rows, cols).transpose();
-    }
-    used.insert(slot.name);
-  }
-  for (const auto& [canonical, actual] : names)
-    if (!used.count(canonical)) model.unused_.push_back(actual);
-  return model;
-}
-
-template <class T>
-void Transformer<T>::save(const std::filesystem::path& dir) const {
-  std::filesystem::create_directories(dir);
-  const auto& h = params_.heads;
-  const bool task_model = h.classifier || h.masked_lm || h.next_sentence || config_.family == Family::gpt2;
-  const std::string prefix = task_model ? base_prefix(config_.family) : "";
-  auto& params = const_cast<TransformerParams<T>&>(params_);  // slots are read only here
-  std::map<std::string, TensorBytes> tensors;
-  std::vector<T> staging;
-  for (const auto& slot : parameter_slots(params, config_)) {
-    Index n = 1;
-    for (auto d : slot.shape) n *= d;
-    const T* source = slot.data;
-    if (slot.transposed) {  // back to Conv1D [in, out]
-      staging.resize(static_cast<std::size_t>(n));
-      MatrixMap<T>(staging.data(), slot.shape[0], slot.shape[1]) =
-          ConstMatrixMap<T>(slot.data, slot.shape[1], slot.shape[0]).transpose();
-      source = staging.data();
-    }
-    const bool head = slot.name.rfind("cls.", 0) == 0 || slot.name.rfind("classifier", 0) == 0 ||
-                      slot.name.rfind("pre_classifier", 0) == 0 || slot.name.rfind("lm_head", 0) == 0 ||
-                      slot.name.rfind("vocab_", 0) == 0;
-    tensors[(head ? "" : prefix) + slot.name] = tensor_bytes(source, slot.shape);
-  }
-  write_safetensors(dir / "model.safetensors", tensors);
-  std::ofstream out(dir / "config.json");
-  if (!out) fail((dir / "config.json").string(), ": cannot open for writing");
-  out << config_.to_json().dump(2) << "\n";
-}
-
-template <class T>
-Transformer<T> Transformer<T>::random(const ModelConfig& config, const HeadSpec& heads, std::uint64_t seed) {
-  config.validate("random model config");
-  Transformer model(config, detail::allocate_params<T>(config, heads));
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<double> normal(0.0, 0.02);
-  for (const auto& slot : parameter_slots(model.params_, config)) {
-    const bool is_norm_weight = slot.name.find("LayerNorm.weight") != std::string::npos ||
-                                slot.name.find("layer_norm.weight") != std::string::npos ||
-                                slot.name.find("ln_") != std::string::npos;
-    Index n = 1;
-    for (auto d : slot.shape) n *= d;
-    if (is_norm_weight && slot.name.size() > 7 && slot.name.compare(slot.name.size() - 7, 7, ".weight") == 0) {
-      std::fill(slot.data, slot.data + n, T(1));
-    } else if (slot.shape.size() == 1 && slot.name.find("bias") != std::string::npos) {
-      std::fill(slot.data, slot.data + n, T(0));
-    } else {
-      for (Index i = 0; i < n; ++i) slot.data[i] = static_cast<T>(normal(rng));
-    }
-  }
-  return model;
-}
 
 // ------------------------------------------------------------------------------------------ forward
 
@@ -524,7 +306,7 @@ void Transformer<T>::block_forward(int layer, const Batch& batch, const T* in, T
     ops::layer_norm_forward<T>(in, ws.normed.data(), N, H, blk.attn_norm, eps);
     attn_in = ws.normed.data();
   }
-  ops::linear_forward<T>(attn_in, N, blk.qkv, ws.qkv.data(), ops::Epilogue::none, ws.gemm);  // [N, H] -> [N, 3H]
+  ops::linear_forward<T>(attn_in, N, blk.qkv, ws.qkv.data(), Activation::none, ws.gemm);  // [N, H] -> [N, 3H]
   for (int k = 0; k < 3; ++k) {
     // [B, L, heads, d] views into the fused qkv buffer
     TensorView<T> v;
@@ -536,7 +318,7 @@ void Transformer<T>::block_forward(int layer, const Batch& batch, const T* in, T
   }
   attention(layer, batch, attn, ws, options);
   run_hook(options, batch, ws.mask.data(), HookPoint::z, layer, TensorView<T>::contiguous(ws.ctx.data(), {B, L, nh, d}), 2);
-  ops::linear_forward<T>(ws.ctx.data(), N, blk.attn_out, ws.proj.data(), ops::Epilogue::none, ws.gemm);  // [N, H] -> [N, H]
+  ops::linear_forward<T>(ws.ctx.data(), N, blk.attn_out, ws.proj.data(), Activation::none, ws.gemm);  // [N, H] -> [N, H]
   run_hook(options, batch, ws.mask.data(), HookPoint::attn_out, layer, residual_view(ws.proj.data()));
 
   const T* mlp_in = ws.mid.data();
@@ -551,9 +333,9 @@ void Transformer<T>::block_forward(int layer, const Batch& batch, const T* in, T
     ops::add_layer_norm_forward<T>(ws.proj.data(), in, nullptr, ws.mid.data(), N, H, blk.attn_norm, eps);
     run_hook(options, batch, ws.mask.data(), HookPoint::resid_mid, layer, residual_view(ws.mid.data()));
   }
-  ops::linear_forward<T>(mlp_in, N, blk.mlp_in, ws.mlp.data(), ops::epilogue_for(config_.activation), ws.gemm);  // [N, H] -> [N, I]
+  ops::linear_forward<T>(mlp_in, N, blk.mlp_in, ws.mlp.data(), config_.activation, ws.gemm);  // [N, H] -> [N, I]
   run_hook(options, batch, ws.mask.data(), HookPoint::mlp_post, layer, TensorView<T>::contiguous(ws.mlp.data(), {B, L, I}));
-  ops::linear_forward<T>(ws.mlp.data(), N, blk.mlp_out, ws.proj.data(), ops::Epilogue::none, ws.gemm);  // [N, I] -> [N, H]
+  ops::linear_forward<T>(ws.mlp.data(), N, blk.mlp_out, ws.proj.data(), Activation::none, ws.gemm);  // [N, I] -> [N, H]
   run_hook(options, batch, ws.mask.data(), HookPoint::mlp_out, layer, residual_view(ws.proj.data()));
   if (pre_ln) {
     const T* a = ws.mid.data();
@@ -615,7 +397,7 @@ void Transformer<T>::forward_into(const Batch& batch, const ForwardOptions<T>& o
     // ln_f(last block output) becomes the final listed hidden state (in place if no block ran).
     const T* block_out = layers > options.start_layer ? ws.last_block.data() : stream(layers);
     T* normed = stream(layers);
-    ops::layer_norm_forward<T>(block_out, normed, N, H, *params_.heads.final_norm, c.layer_norm_eps);
+    ops::layer_norm_forward<T>(block_out, normed, N, H, *params_.task_heads.final_norm, c.layer_norm_eps);
     run_hook(options, batch, ws.mask.data(), HookPoint::ln_final, -1, TensorView<T>::contiguous(normed, {B, L, H}));
     last = normed;
   }
@@ -628,7 +410,7 @@ void Transformer<T>::forward_into(const Batch& batch, const ForwardOptions<T>& o
 template <class T>
 void Transformer<T>::heads_forward(const Batch& batch, const T* last, ForwardResult<T>& result,
                                    const ForwardOptions<T>& options) const {
-  const auto& heads = params_.heads;
+  const auto& heads = params_.task_heads;
   const auto& c = config_;
   const Index B = batch.batch_size, L = batch.length, H = c.hidden_size, V = c.vocab_size;
   // Outputs this call does not produce are emptied, so a reused result never shows stale values.
@@ -648,19 +430,24 @@ void Transformer<T>::heads_forward(const Batch& batch, const T* last, ForwardRes
   Matrix<T> pooled;
   if (heads.pooler) {
     pooled.resize(B, H);
-    ops::linear_forward<T>(first.data(), B, *heads.pooler, pooled.data(), ops::Epilogue::tanh);
+    ops::linear_forward<T>(first.data(), B, *heads.pooler, pooled.data(), Activation::tanh);
     result.pooled.resize({size_t(B), size_t(H)});
     std::copy(pooled.data(), pooled.data() + B * H, result.pooled.data());
   }
   if (const auto& cls = heads.classifier) {
-    Matrix<T> input = cls->on_pooled ? pooled : first;
+    Matrix<T> input;
+    switch (cls->input) {
+      case ClassifierInput::first_token: input = first; break;
+      case ClassifierInput::pooled: input = pooled; break;
+      case ClassifierInput::last_token:
+        input.resize(B, H);
+        for (Index b = 0; b < B; ++b)
+          input.row(b) = ConstMatrixMap<T>(last + (b * L + last_token(batch, b)) * H, 1, H);
+        break;
+    }
     if (cls->pre) {
       Matrix<T> hidden(B, cls->pre->out());
-      const auto kind = cls->pre_activation;
-      ops::linear_forward<T>(input.data(), B, *cls->pre, hidden.data(),
-                             kind == ClassifierActivation::tanh   ? ops::Epilogue::tanh
-                             : kind == ClassifierActivation::relu ? ops::Epilogue::relu
-                                                                  : ops::Epilogue::none);
+      ops::linear_forward<T>(input.data(), B, *cls->pre, hidden.data(), cls->pre_activation);
       input = std::move(hidden);
     }
     const Index labels = cls->out.out();
@@ -691,7 +478,7 @@ void Transformer<T>::heads_forward(const Batch& batch, const T* last, ForwardRes
     const auto& mlm = heads.masked_lm;
     // transform -> activation -> LayerNorm, then the tied decoder + bias
     transformed.resize(R, H);
-    ops::linear_forward<T>(decoder_in, R, mlm->transform, transformed.data(), ops::epilogue_for(c.activation));
+    ops::linear_forward<T>(decoder_in, R, mlm->transform, transformed.data(), c.activation);
     ops::layer_norm_forward<T>(transformed.data(), transformed.data(), R, H, mlm->norm, c.layer_norm_eps);
     decoder_in = transformed.data();
   }
@@ -706,8 +493,10 @@ void Transformer<T>::heads_forward(const Batch& batch, const T* last, ForwardRes
   // [R, H] x [V, H]^T -> [R, V], plus the masked-LM decoder bias
   const T* decoder_bias = heads.masked_lm ? heads.masked_lm->decoder_bias.data() : nullptr;
   xwt_gemm<T>(decoder_in, R, H, params_.embeddings.word.data(), V, logits, result.scratch.gemm, [&](T* part, Index first, Index n) {
-    if (decoder_bias) ops::bias_epilogue(part, decoder_bias + first, n, ops::Epilogue::none);
+    if (decoder_bias) ops::bias_epilogue(part, decoder_bias + first, n, Activation::none);
   });
 }
 
 }  // namespace darkbert
+
+#include "detail/transformer_checkpoint.hpp"  // load, save, random

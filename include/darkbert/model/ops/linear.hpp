@@ -11,15 +11,15 @@
 namespace darkbert::ops {
 
 template <class T>
-void linear_forward(const T* x, Index rows, const Linear<T>& lin, T* y, Epilogue epilogue, XwtScratch& scratch) {
-  const T* bias = lin.bias.data();
+void linear_forward(const T* x, Index rows, const Linear<T>& lin, T* y, Activation epilogue, XwtScratch& scratch) {
+  const T* bias = lin.has_bias() ? lin.bias.data() : nullptr;
   xwt_gemm<T>(x, rows, lin.in(), lin.weight.data(), lin.out(), y, scratch,
-              [&](T* part, Index first, Index n) { bias_epilogue(part, bias + first, n, epilogue); });
+              [&](T* part, Index first, Index n) { bias_epilogue(part, bias ? bias + first : nullptr, n, epilogue); });
 }
 
 // Convenience for one-off calls (heads, tests): allocates its own scratch.
 template <class T>
-void linear_forward(const T* x, Index rows, const Linear<T>& lin, T* y, Epilogue epilogue = Epilogue::none) {
+void linear_forward(const T* x, Index rows, const Linear<T>& lin, T* y, Activation epilogue = Activation::none) {
   XwtScratch scratch;
   linear_forward(x, rows, lin, y, epilogue, scratch);
 }
