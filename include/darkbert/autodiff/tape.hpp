@@ -95,7 +95,7 @@ namespace detail {
 // compile error, so a node can never allocate behind the tape's back.
 class InlineFunction {
  public:
-  static constexpr std::size_t capacity = 256;
+  static constexpr std::size_t capacity = 384;
 
   template <class F>
   explicit InlineFunction(F&& f) {

@@ -7,6 +7,7 @@
 //   config.hidden_size;  // 768
 
 #include <filesystem>  // std::filesystem::path
+#include <utility>     // std::pair
 #include <string>      // std::string
 #include <vector>      // std::vector
 
@@ -48,6 +49,12 @@ struct ModelConfig {
   int pad_token_id = 0;          // -1 = none
   std::vector<std::string> labels;  // id2label in id order (empty = no classification labels in config)
   std::string problem_type;         // "regression", "single_label_classification", ... or empty
+  // Dropout probabilities of training (inference never drops): after the embeddings, on attention
+  // probabilities, on the attention and MLP outputs before each residual add, before the classifier.
+  double embedding_dropout = 0.1;
+  double attention_dropout = 0.1;
+  double hidden_dropout = 0.1;
+  double classifier_dropout = 0.1;  // GPT-2's `score` has none (0)
 
   int head_dim() const { return hidden_size / num_heads; }
   // RoBERTa numbers positions from pad_token_id + 1; everything else from 0.
@@ -91,6 +98,9 @@ struct ModelConfig {
     if (hidden_size % num_heads != 0)
       fail(source, ": hidden size ", hidden_size, " is not divisible by the ", num_heads, " attention heads");
     if (!(layer_norm_eps > 0)) fail(source, ": layer norm epsilon must be positive");
+    for (const auto& [p, name] : {std::pair{embedding_dropout, "embedding dropout"}, {attention_dropout, "attention dropout"},
+                                  {hidden_dropout, "hidden dropout"}, {classifier_dropout, "classifier dropout"}})
+      if (!(p >= 0 && p < 1)) fail(source, ": ", name, " probability must lie in [0, 1), got ", p);
     if (max_sequence_length() <= 0)
       fail(source, ": max_position_embeddings ", max_positions, " leaves no room after the position offset");
   }
@@ -142,6 +152,9 @@ inline ModelConfig ModelConfig::from_json(const nlohmann::json& j, const std::st
     c.layer_norm_eps = json_get<double>(j, "layer_norm_eps", source, 1e-12, false);
     c.activation = detail::parse_activation(json_get<std::string>(j, "hidden_act", source, "gelu", false), source);
     c.pad_token_id = json_get<int>(j, "pad_token_id", source, c.family == Family::roberta ? 1 : 0, false);
+    c.hidden_dropout = c.embedding_dropout = json_get<double>(j, "hidden_dropout_prob", source, 0.1, false);
+    c.attention_dropout = json_get<double>(j, "attention_probs_dropout_prob", source, 0.1, false);
+    c.classifier_dropout = json_get<double>(j, "classifier_dropout", source, c.hidden_dropout, false);
     const auto position_type = json_get<std::string>(j, "position_embedding_type", source, "absolute", false);
     if (position_type != "absolute")
       fail(source, ": position_embedding_type \"", position_type, "\" is not supported (only \"absolute\")");
@@ -156,6 +169,9 @@ inline ModelConfig ModelConfig::from_json(const nlohmann::json& j, const std::st
     c.layer_norm_eps = 1e-12;  // fixed in DistilBERT's code
     c.activation = detail::parse_activation(json_get<std::string>(j, "activation", source, "gelu", false), source);
     c.pad_token_id = json_get<int>(j, "pad_token_id", source, 0, false);
+    c.hidden_dropout = c.embedding_dropout = json_get<double>(j, "dropout", source, 0.1, false);
+    c.attention_dropout = json_get<double>(j, "attention_dropout", source, 0.1, false);
+    c.classifier_dropout = json_get<double>(j, "seq_classif_dropout", source, 0.2, false);
   } else if (model_type == "gpt2") {
     c.family = Family::gpt2;
     c.vocab_size = json_get<int>(j, "vocab_size", source, 0, true);
@@ -174,6 +190,10 @@ inline ModelConfig ModelConfig::from_json(const nlohmann::json& j, const std::st
     if (!json_get<bool>(j, "scale_attn_weights", source, true, false))
       fail(source, ": scale_attn_weights=false is not supported");
     c.scale_by_inverse_layer_idx = json_get<bool>(j, "scale_attn_by_inverse_layer_idx", source, false, false);
+    c.embedding_dropout = json_get<double>(j, "embd_pdrop", source, 0.1, false);
+    c.attention_dropout = json_get<double>(j, "attn_pdrop", source, 0.1, false);
+    c.hidden_dropout = json_get<double>(j, "resid_pdrop", source, 0.1, false);
+    c.classifier_dropout = 0;
   } else {
     fail(source, ": unknown model_type \"", model_type, "\" (supported: bert, roberta, xlm-roberta, camembert, "
          "distilbert, gpt2)");
@@ -222,6 +242,9 @@ inline nlohmann::json ModelConfig::to_json() const {
       j["layer_norm_eps"] = layer_norm_eps;
       j["hidden_act"] = act;
       j["pad_token_id"] = pad_token_id;
+      j["hidden_dropout_prob"] = hidden_dropout;
+      j["attention_probs_dropout_prob"] = attention_dropout;
+      if (classifier_dropout != hidden_dropout) j["classifier_dropout"] = classifier_dropout;
       break;
     case Family::distilbert:
       j["model_type"] = "distilbert";
@@ -232,6 +255,9 @@ inline nlohmann::json ModelConfig::to_json() const {
       j["max_position_embeddings"] = max_positions;
       j["activation"] = act;
       j["pad_token_id"] = pad_token_id;
+      j["dropout"] = hidden_dropout;
+      j["attention_dropout"] = attention_dropout;
+      j["seq_classif_dropout"] = classifier_dropout;
       break;
     case Family::gpt2:
       j["model_type"] = "gpt2";
@@ -244,6 +270,9 @@ inline nlohmann::json ModelConfig::to_json() const {
       j["activation_function"] = act;
       j["scale_attn_by_inverse_layer_idx"] = scale_by_inverse_layer_idx;
       if (pad_token_id >= 0) j["pad_token_id"] = pad_token_id;
+      j["embd_pdrop"] = embedding_dropout;
+      j["attn_pdrop"] = attention_dropout;
+      j["resid_pdrop"] = hidden_dropout;
       break;
   }
   if (!labels.empty()) {

@@ -4,6 +4,7 @@
 // there); not meant to be included on its own.
 
 #include <filesystem>  // std::filesystem::path
+#include <fstream>     // std::ofstream
 #include <map>         // std::map
 #include <random>      // std::mt19937_64, std::normal_distribution
 #include <set>         // std::set
@@ -128,16 +129,18 @@ Transformer<T> Transformer<T>::load(const std::filesystem::path& dir) {
   return model;
 }
 
+// Every tensor of a parameter set under its checkpoint name, in checkpoint layout (GPT-2 Conv1D weights
+// transposed back to [in, out]): what save() writes, and how gradients are written (same names, same
+// shapes, so they line up with the checkpoint tensor by tensor).
 template <class T>
-void Transformer<T>::save(const std::filesystem::path& dir) const {
-  std::filesystem::create_directories(dir);
-  const auto& h = params_.task_heads;
-  const bool task_model = h.classifier || h.masked_lm || h.next_sentence || config_.family == Family::gpt2;
-  const std::string prefix = task_model ? base_prefix(config_.family) : "";
-  auto& params = const_cast<TransformerParams<T>&>(params_);  // slots are read only here
+std::map<std::string, TensorBytes> checkpoint_tensors(const TransformerParams<T>& params_in, const ModelConfig& config) {
+  const auto& h = params_in.task_heads;
+  const bool task_model = h.classifier || h.masked_lm || h.next_sentence || config.family == Family::gpt2;
+  const std::string prefix = task_model ? base_prefix(config.family) : "";
+  auto& params = const_cast<TransformerParams<T>&>(params_in);  // slots are read only here
   std::map<std::string, TensorBytes> tensors;
   std::vector<T> staging;
-  for (const auto& slot : parameter_slots(params, config_)) {
+  for (const auto& slot : parameter_slots(params, config)) {
     Index n = 1;
     for (auto d : slot.shape) n *= d;
     const T* source = slot.data;
@@ -152,10 +155,40 @@ void Transformer<T>::save(const std::filesystem::path& dir) const {
                       slot.name.rfind("vocab_", 0) == 0 || slot.name == "score.weight";
     tensors[(head ? "" : prefix) + slot.name] = tensor_bytes(source, slot.shape);
   }
-  write_safetensors(dir / "model.safetensors", tensors);
+  return tensors;
+}
+
+template <class T>
+void Transformer<T>::save(const std::filesystem::path& dir) const {
+  std::filesystem::create_directories(dir);
+  write_safetensors(dir / "model.safetensors", checkpoint_tensors(params_, config_));
   std::ofstream out(dir / "config.json");
   if (!out) fail((dir / "config.json").string(), ": cannot open for writing");
   out << config_.to_json().dump(2) << "\n";
+  if (!out.flush()) fail((dir / "config.json").string(), ": write failed");
+}
+
+template <class T>
+TaskHeads Transformer<T>::task_heads() const {
+  const auto& h = params_.task_heads;
+  TaskHeads spec;
+  spec.pooler = h.pooler.has_value();
+  spec.classifier_labels = h.classifier ? static_cast<int>(h.classifier->out.out()) : 0;
+  spec.masked_lm = h.masked_lm.has_value();
+  spec.next_sentence = h.next_sentence.has_value();
+  spec.causal_lm = h.causal_lm;
+  return spec;
+}
+
+template <class T>
+TransformerParams<T> Transformer<T>::zero_gradients() const {
+  TransformerParams<T> g = detail::allocate_params<T>(config_, task_heads());
+  for (const auto& slot : parameter_slots(g, config_)) {
+    Index n = 1;
+    for (auto d : slot.shape) n *= d;
+    std::fill(slot.data, slot.data + n, T(0));
+  }
+  return g;
 }
 
 template <class T>
