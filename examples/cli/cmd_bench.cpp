@@ -146,24 +146,29 @@ void bench_train_step(const BenchForwardOptions& o) {
               median, o.batch * o.seq / (best / 1000), flops / (best * 1e6), peak_rss_mb(), blas_core_name().c_str());
 }
 
+// The model shape, timing and type options both benchmarks take.
+inline void add_shape_options(CLI::App* cmd, BenchForwardOptions& o) {
+  cmd->add_option("--layers", o.layers, "Number of layers")->capture_default_str();
+  cmd->add_option("--hidden", o.hidden, "Hidden size")->capture_default_str();
+  cmd->add_option("--heads", o.heads, "Attention heads")->capture_default_str();
+  cmd->add_option("--ff", o.ff, "FFN (intermediate) size")->capture_default_str();
+  cmd->add_option("--seq", o.seq, "Sequence length")->capture_default_str();
+  cmd->add_option("--batch", o.batch, "Batch size")->capture_default_str();
+  cmd->add_option("--reps", o.reps, "Timed repetitions (after one warm-up)")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--threads", o.threads, "Threads for OpenBLAS and OpenMP (0 = all cores)")->capture_default_str();
+  cmd->add_option("--seed", o.seed, "Seed for weights, token ids and dropout")->capture_default_str();
+  cmd->add_option("--dtype", o.dtype, "Computation type")->check(CLI::IsMember({"float32", "float64"}));
+}
+
 void add_bench_command(CLI::App& app) {
   auto* bench = app.add_subcommand("bench", "Benchmarks");
   bench->require_subcommand(1);
   auto o = std::make_shared<BenchForwardOptions>();
   auto* fwd = bench->add_subcommand("forward", "Time the forward pass of a random BERT-shaped encoder");
-  fwd->add_option("--layers", o->layers, "Number of layers")->capture_default_str();
-  fwd->add_option("--hidden", o->hidden, "Hidden size")->capture_default_str();
-  fwd->add_option("--heads", o->heads, "Attention heads")->capture_default_str();
-  fwd->add_option("--ff", o->ff, "FFN (intermediate) size")->capture_default_str();
-  fwd->add_option("--seq", o->seq, "Sequence length")->capture_default_str();
-  fwd->add_option("--batch", o->batch, "Batch size")->capture_default_str();
-  fwd->add_option("--reps", o->reps, "Timed repetitions (after one warm-up)")->capture_default_str()->check(CLI::PositiveNumber);
-  fwd->add_option("--threads", o->threads, "Threads for OpenBLAS and OpenMP (0 = all cores)")->capture_default_str();
-  fwd->add_option("--seed", o->seed, "Seed for weights and token ids")->capture_default_str();
+  add_shape_options(fwd, *o);
   fwd->add_flag("--no-attentions", o->no_attentions, "Do not keep the attention maps");
   fwd->add_option("--hooks", o->hooks, "none, or noop: an observe-only hook on every hook point")
       ->check(CLI::IsMember({"none", "noop"}));
-  fwd->add_option("--dtype", o->dtype, "Computation type")->check(CLI::IsMember({"float32", "float64"}));
   fwd->callback([o] {
     if (o->hidden % o->heads != 0) fail("bench forward: --hidden ", o->hidden, " is not divisible by --heads ", o->heads);
     if (o->dtype == "float64") bench_forward<double>(*o);
@@ -172,17 +177,8 @@ void add_bench_command(CLI::App& app) {
 
   auto t = std::make_shared<BenchForwardOptions>();
   auto* train = bench->add_subcommand("train-step", "Time one training step (forward, backward, AdamW) of a BERT classifier");
-  train->add_option("--layers", t->layers, "Number of layers")->capture_default_str();
-  train->add_option("--hidden", t->hidden, "Hidden size")->capture_default_str();
-  train->add_option("--heads", t->heads, "Attention heads")->capture_default_str();
-  train->add_option("--ff", t->ff, "FFN (intermediate) size")->capture_default_str();
-  train->add_option("--seq", t->seq, "Sequence length")->capture_default_str();
-  train->add_option("--batch", t->batch, "Batch size")->capture_default_str();
-  train->add_option("--reps", t->reps, "Timed steps (after one warm-up)")->capture_default_str()->check(CLI::PositiveNumber);
-  train->add_option("--threads", t->threads, "Threads (0 = all cores)")->capture_default_str();
-  train->add_option("--seed", t->seed, "Seed for weights, tokens and dropout")->capture_default_str();
+  add_shape_options(train, *t);
   train->add_flag("--no-dropout", t->no_dropout, "Train without dropout");
-  train->add_option("--dtype", t->dtype, "Computation type")->check(CLI::IsMember({"float32", "float64"}));
   train->callback([t] {
     if (t->hidden % t->heads != 0) fail("bench train-step: --hidden ", t->hidden, " is not divisible by --heads ", t->heads);
     if (t->dtype == "float64") bench_train_step<double>(*t);
