@@ -130,7 +130,7 @@ void bench_train_step(const BenchForwardOptions& o) {
     model.forward_into(batch, options, out);
     tape.backward(task_loss(tape, model, batch, out, labels, targets));
     optimizer.step(grads, 1e-5);
-    zero(grads, model.config());
+    optimizer.zero_grad(grads);
   };
   step(0);  // warm-up: the tape's arena and every buffer reach their size here
   std::vector<double> times;

@@ -34,6 +34,7 @@
 #include "../core/error.hpp"
 #include "../core/matrix.hpp"
 #include "../core/tensor.hpp"
+#include "../core/threads.hpp"  // for_column_blocks
 #include "../core/xwt_gemm.hpp"
 #include "../hooks/hooks.hpp"
 #include "../hooks/masking_policy.hpp"
@@ -348,33 +349,27 @@ void Transformer<T>::embed_backward(const Batch& batch, const T* sum, ops::NormS
   const int word_pad = config_.family == Family::gpt2 ? -1 : config_.pad_token_id;
   const Index position_pad = config_.family == Family::roberta ? config_.pad_token_id : -1;
   const bool types = config_.type_vocab_size > 0;
-  constexpr Index block = 64;
-  const Index blocks = (H + block - 1) / block;
-#pragma omp parallel for schedule(static)
-  for (Index k = 0; k < blocks; ++k) {
-    {
-      const Index c0 = k * block, c1 = std::min(H, c0 + block);
-      for (Index b = 0; b < B; ++b) {
-        Index real_seen = 0;
-        for (Index i = 0; i < L; ++i) {
-          const T* row = d + (b * L + i) * H;
-          const int id = batch.id(b, i);
-          const Index p = detail::next_position(batch, config_, b, i, real_seen);
-          T* word = id != word_pad ? g.word.data() + id * H : nullptr;
-          T* position = p != position_pad ? g.position.data() + p * H : nullptr;
-          T* type = nullptr;
-          if (types)
-            type = g.token_type.data() +
-                   (batch.token_type_ids.empty() ? 0 : batch.token_type_ids[static_cast<std::size_t>(b * L + i)]) * H;
-          for (Index c = c0; c < c1; ++c) {
-            if (word) word[c] += row[c];
-            if (position) position[c] += row[c];
-            if (type) type[c] += row[c];
-          }
+  for_column_blocks(H, true, [&](Index c0, Index c1) {
+    for (Index b = 0; b < B; ++b) {
+      Index real_seen = 0;
+      for (Index i = 0; i < L; ++i) {
+        const T* row = d + (b * L + i) * H;
+        const int id = batch.id(b, i);
+        const Index p = detail::next_position(batch, config_, b, i, real_seen);
+        T* word = id != word_pad ? g.word.data() + id * H : nullptr;
+        T* position = p != position_pad ? g.position.data() + p * H : nullptr;
+        T* type = nullptr;
+        if (types)
+          type = g.token_type.data() +
+                 (batch.token_type_ids.empty() ? 0 : batch.token_type_ids[static_cast<std::size_t>(b * L + i)]) * H;
+        for (Index c = c0; c < c1; ++c) {
+          if (word) word[c] += row[c];
+          if (position) position[c] += row[c];
+          if (type) type[c] += row[c];
         }
       }
     }
-  }
+  });
 }
 
 // Attention of one layer: buf.qkv [N, 3H] -> attn [B, heads, L, L] (the pattern), buf.ctx [N, H].

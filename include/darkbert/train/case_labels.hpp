@@ -5,12 +5,17 @@
 //   for (const auto& c : cases.cases)
 //     if (auto grads = darkbert::case_file_field(cases, c, "grads_file")) { ... *grads ... }
 
-#include <cmath>       // std::floor
+#include <algorithm>   // std::max
+#include <cmath>       // std::abs
+#include <limits>      // std::numeric_limits
+#include <map>         // std::map
 #include <filesystem>  // std::filesystem::path
 #include <optional>    // std::optional
 #include <string>      // std::string
+#include <vector>      // std::vector
 
 #include "../core/error.hpp"
+#include "../io/safetensors.hpp"
 #include "../model/case_file.hpp"
 #include "task_loss.hpp"
 
@@ -51,6 +56,31 @@ inline TaskLabels case_labels(const CaseFile& file, const Case& c) {
   if (c.raw.contains("next_sentence_label"))
     for (const auto& v : c.raw["next_sentence_label"]) labels.next_sentence.push_back(integer(v));
   return labels;
+}
+
+// max |got - expected| / (1 + |expected|) of every tensor of an expected gradient file against computed
+// gradients (checkpoint_tensors of a gradient set, F32 or F64): +infinity for a tensor missing from
+// `got`, and for a gradient `got` has that the file lacks (under the name "").
+template <class T>
+std::map<std::string, double> gradient_errors(const std::map<std::string, TensorBytes>& got, const SafetensorsFile& expected) {
+  std::map<std::string, double> errors;
+  std::vector<double> want;
+  for (const auto& info : expected.tensors()) {
+    const auto it = got.find(info.name);
+    double worst = std::numeric_limits<double>::infinity();
+    if (it != got.end() && it->second.bytes.size() == static_cast<std::size_t>(info.numel()) * sizeof(T)) {
+      want.resize(static_cast<std::size_t>(info.numel()));
+      expected.read_as<double>(info.name, want.data());
+      const T* have = reinterpret_cast<const T*>(it->second.bytes.data());
+      worst = 0;
+      for (std::size_t i = 0; i < want.size(); ++i)
+        worst = std::max(worst, std::abs(static_cast<double>(have[i]) - want[i]) / (1 + std::abs(want[i])));
+    }
+    errors[info.name] = worst;
+  }
+  for (const auto& [name, t] : got)
+    if (!expected.contains(name)) errors[""] = std::numeric_limits<double>::infinity();
+  return errors;
 }
 
 }  // namespace darkbert

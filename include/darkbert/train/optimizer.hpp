@@ -6,6 +6,7 @@
 //   darkbert::LinearSchedule schedule{.peak = 2e-5, .warmup_steps = 100, .total_steps = 1000};
 //   ... forward + backward into grads (accumulated over micro-batches) ...
 //   const double norm = optimizer.step(grads, schedule(step), {.max_grad_norm = 1.0, .micro_batches = 4});
+//   optimizer.zero_grad(grads);
 //
 // Weight decay applies to matrices only, never to biases or LayerNorm parameters (every 1-d parameter),
 // as in BERT's and Hugging Face's recipes. Every update is element-wise and the norm is summed in a
@@ -51,41 +52,35 @@ struct LinearSchedule {
   }
 };
 
-// Sets every gradient to zero (after a step, before the next micro-batches).
-template <class T>
-void zero(TransformerParams<T>& grads, const ModelConfig& config) {
-  for (const auto& slot : parameter_slots(grads, config)) {
-    Index n = 1;
-    for (auto d : slot.shape) n *= d;
-    std::fill(slot.data, slot.data + n, T(0));
-  }
-}
-
 template <class T>
 class AdamW {
  public:
   AdamW(Transformer<T>& model, AdamWOptions options = {}) : model_(model), options_(options) {
+    // The parameters never move, so their slots are walked once; so are a gradient set's (grad_slots).
     for (const auto& slot : parameter_slots(model.params(), model.config())) {
       Index n = 1;
       for (auto d : slot.shape) n *= d;
-      slots_.push_back({offset_, n, slot.shape.size() >= 2});
+      slots_.push_back({offset_, n, slot.shape.size() >= 2, slot.data});
       offset_ += n;
     }
     m_.assign(static_cast<std::size_t>(offset_), T(0));
     v_.assign(static_cast<std::size_t>(offset_), T(0));
   }
 
+  // Sets every gradient of `grads` to zero (after a step, before the next micro-batches).
+  void zero_grad(TransformerParams<T>& grads) {
+    const auto& g = grad_slots(grads);
+    for (std::size_t k = 0; k < slots_.size(); ++k) std::fill(g[k], g[k] + slots_[k].size, T(0));
+  }
+
   // One update with learning rate lr from gradients summed over `micro_batches` micro-batches; clips
   // their global norm first. Returns the norm before clipping.
   double step(TransformerParams<T>& grads, double lr, StepOptions step_options = {}) {
-    const auto params = parameter_slots(model_.params(), model_.config());
-    const auto gs = parameter_slots(grads, model_.config());
-    require(params.size() == slots_.size() && gs.size() == slots_.size(),
-            "AdamW::step: the gradients do not have the model's parameter layout");
+    const auto& gs = grad_slots(grads);
     const double average = 1.0 / std::max(1, step_options.micro_batches);
     double squares = 0;  // in slot order, each slot in element order: deterministic
     for (std::size_t k = 0; k < slots_.size(); ++k) {
-      const T* g = gs[k].data;
+      const T* g = gs[k];
       double s = 0;
       for (Index i = 0; i < slots_[k].size; ++i) s += static_cast<double>(g[i]) * static_cast<double>(g[i]);
       squares += s;
@@ -101,8 +96,8 @@ class AdamW {
     const T grad_scale = static_cast<T>(average * clip), eps = static_cast<T>(options_.epsilon);
     const T rate = static_cast<T>(lr);
     for (std::size_t k = 0; k < slots_.size(); ++k) {
-      T* p = params[k].data;
-      const T* g = gs[k].data;
+      T* p = slots_[k].param;
+      const T* g = gs[k];
       T* m = m_.data() + slots_[k].offset;
       T* v = v_.data() + slots_[k].offset;
       const T decay = slots_[k].decayed ? T(1) - rate * static_cast<T>(options_.weight_decay) : T(1);
@@ -128,13 +123,32 @@ class AdamW {
   struct Slot {
     Index offset, size;
     bool decayed;
+    T* param;
   };
+  // Where each slot's gradient lives in `grads`, walked once per gradient set (no allocation per step).
+  const std::vector<T*>& grad_slots(TransformerParams<T>& grads) {
+    if (grads_of_ != &grads) {
+      const auto gs = parameter_slots(grads, model_.config());
+      require(gs.size() == slots_.size(), "AdamW: the gradients do not have the model's parameter layout");
+      grad_data_.clear();
+      for (std::size_t k = 0; k < gs.size(); ++k) {
+        Index n = 1;
+        for (auto d : gs[k].shape) n *= d;
+        require(n == slots_[k].size, "AdamW: gradient '", gs[k].name, "' has ", n, " elements, the parameter ", slots_[k].size);
+        grad_data_.push_back(gs[k].data);
+      }
+      grads_of_ = &grads;
+    }
+    return grad_data_;
+  }
   Transformer<T>& model_;
   AdamWOptions options_;
   std::vector<Slot> slots_;
   Index offset_ = 0;
   std::vector<T> m_, v_;
   std::int64_t steps_ = 0;
+  const TransformerParams<T>* grads_of_ = nullptr;
+  std::vector<T*> grad_data_;
 };
 
 }  // namespace darkbert

@@ -8,10 +8,10 @@
 
 #include <omp.h>  // omp_in_parallel
 
-#include <algorithm>  // std::min
 #include <cmath>      // std::sqrt
 
 #include "../../core/matrix.hpp"
+#include "../../core/threads.hpp"  // for_column_blocks
 #include "../parameters.hpp"
 
 namespace darkbert::ops {
@@ -78,11 +78,7 @@ void layer_norm_backward_raw(const T* x, NormStats<T> stats, const T* dy, Index 
                              T* db, T* dx, bool accumulate = false) {
   const bool parallel = rows * cols > (1 << 14) && !omp_in_parallel();
   if (dw) {  // first, since dx may overwrite dy
-    constexpr Index block = 64;
-    const Index blocks = (cols + block - 1) / block;
-#pragma omp parallel for schedule(static) if (parallel)
-    for (Index k = 0; k < blocks; ++k) {
-      const Index c0 = k * block, c1 = std::min(cols, c0 + block);
+    for_column_blocks(cols, parallel, [&](Index c0, Index c1) {
       for (Index r = 0; r < rows; ++r) {
         const T* xr = x + r * cols;
         const T* gr = dy + r * cols;
@@ -93,7 +89,7 @@ void layer_norm_backward_raw(const T* x, NormStats<T> stats, const T* dy, Index 
           db[c] += gr[c];
         }
       }
-    }
+    });
   }
   if (!dx) return;
 #pragma omp parallel for schedule(static) if (parallel)

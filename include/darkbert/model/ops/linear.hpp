@@ -3,12 +3,9 @@
 // as soon as the product has finished it (see core/xwt_gemm.hpp); and its backward.
 // Shapes: x [rows, in], W [out, in], b [out], y [rows, out]; all row-major.
 
-#include <omp.h>  // omp_in_parallel
-
-#include <algorithm>  // std::min
-
 #include "../../core/blas.hpp"  // gemm
 #include "../../core/matrix.hpp"
+#include "../../core/threads.hpp"  // for_column_blocks
 #include "../../core/xwt_gemm.hpp"
 #include "../parameters.hpp"
 #include "activation.hpp"
@@ -45,17 +42,13 @@ void linear_forward(const T* x, Index rows, const Linear<T>& lin, T* y, Activati
 // rows in increasing order, so the result does not depend on the thread count.
 template <class T>
 void add_column_sums(const T* m, Index rows, Index cols, T* out) {
-  constexpr Index block = 64;
-  const Index blocks = (cols + block - 1) / block;
-#pragma omp parallel for schedule(static) if (rows * cols > (1 << 16) && !omp_in_parallel())
-  for (Index k = 0; k < blocks; ++k) {
-    const Index c0 = k * block, c1 = std::min(cols, c0 + block);
+  for_column_blocks(cols, rows * cols > (1 << 16), [&](Index c0, Index c1) {
     for (Index r = 0; r < rows; ++r) {
       const T* row = m + r * cols;
 #pragma omp simd
       for (Index c = c0; c < c1; ++c) out[c] += row[c];
     }
-  }
+  });
 }
 
 // Backward of y = x Wᵀ + b (the activation's backward has already been applied to dy):
