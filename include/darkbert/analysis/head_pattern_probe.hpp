@@ -1,11 +1,14 @@
 #pragma once
-// Per-head attention summaries of a model on a fixed set of inputs (e.g. 200 MRPC dev pairs): how much
-// each head puts on the neighbouring tokens (positional heads), on [CLS]/[SEP] (vertical heads) and inside
-// its own segment (block heads) — the §3.1 pattern signals, measured as training goes on.
-//
-//   HeadPatternProbe probe(encodings);                  // tokenised once
-//   HeadSummary<float> s = probe.measure(model);        // s.neighbour_share(l, h), s.special_share, ...
-//   auto strongest = max_over_heads(s.neighbour_share);   // {value, layer, head}
+/// @file
+/// Per-head attention summaries of a model on a fixed set of inputs (e.g. 200 MRPC dev pairs): how much
+/// each head puts on the neighbouring tokens (positional heads), on [CLS]/[SEP] (vertical heads) and inside
+/// its own segment (block heads) — the §3.1 pattern signals, measured as training goes on.
+///
+/// @code
+/// HeadPatternProbe probe(encodings);                  // tokenised once
+/// HeadSummary<float> s = probe.measure(model);        // s.neighbour_share(l, h), s.special_share, ...
+/// auto strongest = max_over_heads(s.neighbour_share);   // {value, layer, head}
+/// @endcode
 
 #include <algorithm>  // std::min
 #include <vector>     // std::vector
@@ -19,12 +22,14 @@
 
 namespace darkbert {
 
+/// The strongest head of a per-head table.
 struct HeadMaximum {
-  double value = 0;
-  Index layer = -1, head = -1;
+  double value = 0;  ///< the table's largest entry
+  Index layer = -1;  ///< its layer
+  Index head = -1;   ///< its head
 };
 
-// The largest entry of a [layers, heads] table and where it is.
+/// The largest entry of a [layers, heads] table and where it is.
 template <class Table>
 HeadMaximum max_over_heads(const Table& table) {
   HeadMaximum m{-1.0, -1, -1};
@@ -34,16 +39,20 @@ HeadMaximum max_over_heads(const Table& table) {
   return m;
 }
 
+/// Per-head summaries of a model on fixed inputs (see the file comment).
 class HeadPatternProbe {
  public:
+  /// Tokenised inputs (right-padded encodings), run `batch_size` at a time.
   explicit HeadPatternProbe(std::vector<Encoding> encodings, std::size_t batch_size = 20)
       : encodings_(std::move(encodings)), batch_size_(batch_size) {
     require(!encodings_.empty() && batch_size_ > 0, "HeadPatternProbe: need inputs and a positive batch size");
     for (const auto& e : encodings_) tokens_.push_back(annotations_from_encoding(e));
   }
 
+  /// Number of inputs.
   std::size_t size() const { return encodings_.size(); }
 
+  /// Runs `model` on every input and summarises each head (HeadSummary, head_summary.hpp).
   template <class T>
   HeadSummary<T> measure(const Transformer<T>& model, int pad_id) const {
     const auto& c = model.config();

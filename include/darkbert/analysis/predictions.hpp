@@ -1,10 +1,13 @@
 #pragma once
-// From a classifier's logits to the predictions a task metric scores, and from a GLUE metric name to the
-// metric function:
-//
-//   std::vector<double> predictions;
-//   darkbert::append_sequence_predictions(result, predictions);   // argmax class, or the score (regression)
-//   double f1 = darkbert::glue_metric_function(darkbert::GlueMetric::f1)(predictions, labels);
+/// @file
+/// From a classifier's logits to the predictions a task metric scores, and from a GLUE metric name to the
+/// metric function:
+///
+/// @code
+/// std::vector<double> predictions;
+/// darkbert::append_sequence_predictions(result, predictions);   // argmax class, or the score (regression)
+/// double f1 = darkbert::glue_metric_function(darkbert::GlueMetric::f1)(predictions, labels);
+/// @endcode
 
 #include <cstddef>  // std::size_t
 #include <vector>   // std::vector
@@ -15,8 +18,8 @@
 
 namespace darkbert {
 
-// Appends one prediction per row of result.sequence_logits: the argmax class as a double (first on
-// ties), or the single logit of a regression head.
+/// Appends one prediction per row of result.sequence_logits: the argmax class as a double (first on
+/// ties), or the single logit of a regression head.
 template <class T>
 void append_sequence_predictions(const ForwardResult<T>& result, std::vector<double>& out) {
   const auto& logits = result.sequence_logits;
@@ -33,6 +36,7 @@ void append_sequence_predictions(const ForwardResult<T>& result, std::vector<dou
   }
 }
 
+/// The metric function of a GLUE metric (accuracy, F1 of class 1, Pearson, Spearman).
 inline TaskMetric glue_metric_function(GlueMetric metric) {
   switch (metric) {
     case GlueMetric::accuracy: return accuracy_metric;

@@ -1,14 +1,17 @@
 #pragma once
-// A pretraining corpus in BERT's layout — one sentence per line, a blank line between documents (as
-// ../shared/data/corpus/*.txt and Google's create_pretraining_data input) — tokenised once into one flat
-// array of ids with sentence and document boundaries.
-//
-//   auto corpus = darkbert::tokenize_corpus("corpus/train.txt", tokenizer);
-//   corpus.documents();                  // 1068
-//   std::span<const int> s = corpus.sentence(corpus.first_sentence(3));   // first sentence of document 3
-//
-// Sentences are tokenised without special tokens, in parallel (the tokenizer's const methods are
-// thread-safe); the result does not depend on the thread count.
+/// @file
+/// A pretraining corpus in BERT's layout — one sentence per line, a blank line between documents (as
+/// ../shared/data/corpus/*.txt and Google's create_pretraining_data input) — tokenised once into one flat
+/// array of ids with sentence and document boundaries.
+///
+/// @code
+/// auto corpus = darkbert::tokenize_corpus("corpus/train.txt", tokenizer);
+/// corpus.documents();                  // 1068
+/// std::span<const int> s = corpus.sentence(corpus.first_sentence(3));   // first sentence of document 3
+/// @endcode
+///
+/// Sentences are tokenised without special tokens, in parallel (the tokenizer's const methods are
+/// thread-safe); the result does not depend on the thread count.
 
 #include <cstdint>     // std::int64_t
 #include <filesystem>  // std::filesystem::path
@@ -23,20 +26,26 @@
 
 namespace darkbert {
 
+/// A corpus as one flat array of token ids with sentence and document boundaries.
 struct TokenizedCorpus {
-  std::vector<int> tokens;                    // every sentence's ids, concatenated
-  std::vector<std::int64_t> sentence_starts;  // [sentences + 1] offsets into tokens
-  std::vector<std::int64_t> document_starts;  // [documents + 1] offsets into sentences
+  std::vector<int> tokens;                    ///< every sentence's ids, concatenated
+  std::vector<std::int64_t> sentence_starts;  ///< [sentences + 1] offsets into tokens
+  std::vector<std::int64_t> document_starts;  ///< [documents + 1] offsets into sentences
 
+  /// Number of documents.
   std::size_t documents() const { return document_starts.empty() ? 0 : document_starts.size() - 1; }
+  /// Number of sentences.
   std::size_t sentences() const { return sentence_starts.empty() ? 0 : sentence_starts.size() - 1; }
+  /// Index of the first sentence of `document`.
   std::int64_t first_sentence(std::size_t document) const { return document_starts[document]; }
+  /// One past the last sentence of `document`.
   std::int64_t end_sentence(std::size_t document) const { return document_starts[document + 1]; }
+  /// The ids of sentence `s`.
   std::span<const int> sentence(std::int64_t s) const {
     const auto u = static_cast<std::size_t>(s);
     return {tokens.data() + sentence_starts[u], static_cast<std::size_t>(sentence_starts[u + 1] - sentence_starts[u])};
   }
-  // The ids of a whole document, sentences back to back.
+  /// The ids of a whole document, sentences back to back.
   std::span<const int> document(std::size_t d) const {
     const auto a = sentence_starts[static_cast<std::size_t>(first_sentence(d))];
     const auto b = sentence_starts[static_cast<std::size_t>(end_sentence(d))];
@@ -44,13 +53,14 @@ struct TokenizedCorpus {
   }
 };
 
+/// What tokenize_corpus reads.
 struct CorpusOptions {
-  std::size_t max_documents = 0;  // read only the first N documents (0 = all)
-  bool show_progress = false;
+  std::size_t max_documents = 0;  ///< read only the first N documents (0 = all)
+  bool show_progress = false;  ///< a progress bar on stderr
 };
 
-// Reads and tokenises `path`. Lines that tokenise to nothing are dropped; documents left without a
-// sentence are dropped. A file without any sentence is an error naming it.
+/// Reads and tokenises `path`. Lines that tokenise to nothing are dropped; documents left without a
+/// sentence are dropped. A file without any sentence is an error naming it.
 inline TokenizedCorpus tokenize_corpus(const std::filesystem::path& path, const Tokenizer& tokenizer,
                                        const CorpusOptions& options = {}) {
   std::ifstream in(path, std::ios::binary);

@@ -1,16 +1,19 @@
 #pragma once
-// Fine-tuning a sequence classifier (or regressor) on labelled texts, and scoring it, as BERT's
-// run_classifier does: AdamW, linear warm-up over the first 10% of the steps then linear decay, batch 32,
-// 3 epochs, dropout on, examples reshuffled every epoch from the seed.
-//
-//   auto model = pretrained.with_task_heads(config, heads, seed);          // add a fresh classifier
-//   darkbert::FineTuneOptions options{.learning_rate = 2e-5, .seed = 1};
-//   auto history = darkbert::fine_tune(model, train, tokenizer.pad_id(), options);
-//   auto predictions = darkbert::predict(model, dev, tokenizer.pad_id());
-//   double acc = darkbert::accuracy_metric(predictions, dev.labels);
-//
-// A frozen encoder (options.train_encoder = false) is the paper's third baseline: the encoder runs as in
-// inference and only the task heads (pooler and classifier) learn.
+/// @file
+/// Fine-tuning a sequence classifier (or regressor) on labelled texts, and scoring it, as BERT's
+/// run_classifier does: AdamW, linear warm-up over the first 10% of the steps then linear decay, batch 32,
+/// 3 epochs, dropout on, examples reshuffled every epoch from the seed.
+///
+/// @code
+/// auto model = pretrained.with_task_heads(config, heads, seed);          // add a fresh classifier
+/// darkbert::FineTuneOptions options{.learning_rate = 2e-5, .seed = 1};
+/// auto history = darkbert::fine_tune(model, train, tokenizer.pad_id(), options);
+/// auto predictions = darkbert::predict(model, dev, tokenizer.pad_id());
+/// double acc = darkbert::accuracy_metric(predictions, dev.labels);
+/// @endcode
+///
+/// A frozen encoder (options.train_encoder = false) is the paper's third baseline: the encoder runs as in
+/// inference and only the task heads (pooler and classifier) learn.
 
 #include <algorithm>   // std::min
 #include <cmath>       // std::ceil, std::isfinite
@@ -32,27 +35,29 @@
 
 namespace darkbert {
 
+/// BERT's fine-tuning recipe (run_classifier's defaults).
 struct FineTuneOptions {
-  int epochs = 3;
-  std::size_t batch_size = 32;
-  double learning_rate = 2e-5;
-  double warmup_fraction = 0.1;  // share of all steps spent warming up
-  double weight_decay = 0.01;
-  double max_grad_norm = 1.0;
-  bool dropout = true;
-  bool train_encoder = true;  // false: frozen encoder, only the task heads learn
-  std::uint64_t seed = 0;     // example order (seed + epoch) and dropout masks
-  bool show_progress = true;
+  int epochs = 3;                ///< passes over the training set
+  std::size_t batch_size = 32;   ///< examples per step
+  double learning_rate = 2e-5;   ///< peak learning rate
+  double warmup_fraction = 0.1;  ///< share of all steps spent warming up
+  double weight_decay = 0.01;    ///< AdamW's decoupled decay (matrices only)
+  double max_grad_norm = 1.0;    ///< global-norm clipping
+  bool dropout = true;           ///< the config's dropout probabilities
+  bool train_encoder = true;  ///< false: frozen encoder, only the task heads learn
+  std::uint64_t seed = 0;     ///< example order (seed + epoch) and dropout masks
+  bool show_progress = true;  ///< a progress bar with loss and examples/s
 };
 
+/// What a fine-tuning run did.
 struct FineTuneHistory {
-  std::vector<double> epoch_loss;  // mean training loss of each epoch
-  std::int64_t steps = 0;
-  double seconds = 0;
-  double examples_per_second = 0;
+  std::vector<double> epoch_loss;  ///< mean training loss of each epoch
+  std::int64_t steps = 0;            ///< optimizer steps
+  double seconds = 0;                ///< wall time (evaluations in after_epoch included)
+  double examples_per_second = 0;    ///< training examples per second of wall time
 };
 
-// Scores of the model on `texts`: the argmax class (as a double), or the regression output.
+/// Scores of the model on `texts`: the argmax class (as a double), or the regression output.
 template <class T>
 std::vector<double> predict(const Transformer<T>& model, const LabelledTexts& texts, int pad_id,
                             std::size_t batch_size = 64) {
@@ -69,7 +74,7 @@ std::vector<double> predict(const Transformer<T>& model, const LabelledTexts& te
   return out;
 }
 
-// Trains `model` in place. `after_epoch(epoch)` runs after each epoch (e.g. to evaluate).
+/// Trains `model` in place. `after_epoch(epoch)` runs after each epoch (e.g. to evaluate).
 template <class T>
 FineTuneHistory fine_tune(Transformer<T>& model, const LabelledTexts& train, int pad_id,
                           const FineTuneOptions& o, const std::function<void(int)>& after_epoch = {}) {

@@ -1,12 +1,15 @@
 #pragma once
-// Labelled texts ready for a sequence classifier: one Encoding and one label per example, and the batches
-// a training or evaluation loop draws from them (padded to the longest row of each batch, so short
-// sentences cost little).
-//
-//   auto data = darkbert::load_glue_finetune(root, darkbert::GlueTask::sst2);
-//   auto train = darkbert::encode_glue(tokenizer, data.train, darkbert::GlueTask::sst2, 128);
-//   darkbert::TaskLabels labels;
-//   darkbert::Batch batch = darkbert::batch_of(train, {0, 1, 2, 3}, tokenizer.pad_id(), &labels);
+/// @file
+/// Labelled texts ready for a sequence classifier: one Encoding and one label per example, and the batches
+/// a training or evaluation loop draws from them (padded to the longest row of each batch, so short
+/// sentences cost little).
+///
+/// @code
+/// auto data = darkbert::load_glue_finetune(root, darkbert::GlueTask::sst2);
+/// auto train = darkbert::encode_glue(tokenizer, data.train, darkbert::GlueTask::sst2, 128);
+/// darkbert::TaskLabels labels;
+/// darkbert::Batch batch = darkbert::batch_of(train, {0, 1, 2, 3}, tokenizer.pad_id(), &labels);
+/// @endcode
 
 #include <algorithm>  // std::max, std::count
 #include <cstddef>    // std::size_t
@@ -23,16 +26,18 @@
 
 namespace darkbert {
 
+/// Encoded examples and their labels.
 struct LabelledTexts {
-  std::vector<Encoding> encodings;
-  std::vector<double> labels;  // class index (as a double) or score (regression)
-  bool regression = false;
-  int num_labels = 0;          // classes; 1 for regression (the classifier's outputs)
-  std::string provenance;      // where the texts came from, for logs and results
+  std::vector<Encoding> encodings;  ///< one per example
+  std::vector<double> labels;  ///< class index (as a double) or score (regression)
+  bool regression = false;     ///< labels are scores
+  int num_labels = 0;          ///< classes; 1 for regression (the classifier's outputs)
+  std::string provenance;      ///< where the texts came from, for logs and results
 
+  /// Number of examples.
   std::size_t size() const { return encodings.size(); }
 
-  // Share of the most frequent class (the accuracy of always guessing it); 0 for regression.
+  /// Share of the most frequent class (the accuracy of always guessing it); 0 for regression.
   double majority_rate() const {
     if (regression || labels.empty()) return 0.0;
     std::map<double, std::size_t> counts;
@@ -42,7 +47,7 @@ struct LabelledTexts {
   }
 };
 
-// Tokenises a GLUE split (pairs as [CLS] a [SEP] b [SEP], truncated longest-first to max_length).
+/// Tokenises a GLUE split (pairs as [CLS] a [SEP] b [SEP], truncated longest-first to max_length).
 inline LabelledTexts encode_glue(const Tokenizer& tokenizer, const GlueData& data, GlueTask task,
                                  std::size_t max_length) {
   const auto& info = glue_task_info(task);
@@ -60,7 +65,7 @@ inline LabelledTexts encode_glue(const Tokenizer& tokenizer, const GlueData& dat
   return out;
 }
 
-// The examples at `indices` as one batch padded with pad_id; their labels go to `labels` when given.
+/// The examples at `indices` as one batch padded with pad_id; their labels go to `labels` when given.
 inline Batch batch_of(const LabelledTexts& texts, std::span<const std::size_t> indices, int pad_id,
                       TaskLabels* labels = nullptr) {
   require(!indices.empty(), "batch_of: no examples");
@@ -80,7 +85,7 @@ inline Batch batch_of(const LabelledTexts& texts, std::span<const std::size_t> i
   return Batch::from_encodings(rows, pad_id);
 }
 
-// Consecutive batches of batch_size examples over all of `texts`, in order (the evaluation batches).
+/// Consecutive batches of batch_size examples over all of `texts`, in order (the evaluation batches).
 inline std::vector<Batch> sequential_batches(const LabelledTexts& texts, std::size_t batch_size, int pad_id) {
   require(batch_size > 0, "sequential_batches: batch size must be positive");
   std::vector<Batch> batches;

@@ -1,18 +1,25 @@
 #pragma once
-// BERT's pretraining examples, in the spirit of Google's create_pretraining_data.py:
-//  * segment pairs: from each document, whole sentences are gathered until the target length (the full
-//    max_length - 3, or with probability short_seq_prob a random shorter one), split at a random sentence
-//    into A and B; with probability 0.5 (always when there is one sentence) B is replaced by sentences from
-//    a random other document and the unused tail of A's document is put back. The longer side is trimmed
-//    (front or back at random) until [CLS] A [SEP] B [SEP] fits.
-//  * masking: round(15%) of the non-special tokens (at least 1, at most max_predictions); of those 80%
-//    become [MASK], 10% a random token, 10% stay. Drawn per example from (seed, example key), so a batch
-//    is the same whatever came before it — which is what makes resuming exact.
-//
-//   auto pairs = darkbert::make_segment_pairs(corpus, {.max_length = 128}, seed);
-//   darkbert::MaskedLmBatch mb;
-//   darkbert::make_masked_lm_batch(pairs, indices, specials, {}, mask_seed, mb);
-//   model.forward_into(mb.batch, {.logit_positions = mb.positions, .training = &pass}, out);
+/// @file
+/// BERT's pretraining examples, in the spirit of Google's create_pretraining_data.py:
+///  * segment pairs: from each document, whole sentences are gathered until the target length (the full
+/// @code
+///  max_length - 3, or with probability short_seq_prob a random shorter one), split at a random sentence
+///  into A and B; with probability 0.5 (always when there is one sentence) B is replaced by sentences from
+///  a random other document and the unused tail of A's document is put back. The longer side is trimmed
+///  (front or back at random) until [CLS] A [SEP] B [SEP] fits.
+/// @endcode
+///  * masking: round(15%) of the non-special tokens (at least 1, at most max_predictions); of those 80%
+/// @code
+///  become [MASK], 10% a random token, 10% stay. Drawn per example from (seed, example key), so a batch
+///  is the same whatever came before it — which is what makes resuming exact.
+/// @endcode
+///
+/// @code
+/// auto pairs = darkbert::make_segment_pairs(corpus, {.max_length = 128}, seed);
+/// darkbert::MaskedLmBatch mb;
+/// darkbert::make_masked_lm_batch(pairs, indices, specials, {}, mask_seed, mb);
+/// model.forward_into(mb.batch, {.logit_positions = mb.positions, .training = &pass}, out);
+/// @endcode
 
 #include <algorithm>  // std::min, std::max, std::swap
 #include <cmath>      // std::lround
@@ -32,42 +39,49 @@
 
 namespace darkbert {
 
+/// One NSP example: segment A, segment B (token ids, no special tokens).
 struct SegmentPair {
-  std::vector<int> a, b;
-  bool random_next = false;  // B is not A's continuation (NSP label 1)
+  std::vector<int> a;  ///< sentences of one document
+  std::vector<int> b;  ///< A's continuation, or sentences of another document
+  bool random_next = false;  ///< B is not A's continuation (NSP label 1)
 };
 
+/// How segment pairs are built.
 struct SegmentPairOptions {
-  int max_length = 128;          // [CLS] A [SEP] B [SEP] fits in this many tokens
-  double short_seq_prob = 0.1;   // share of pairs built to a random shorter length
-  double random_next_prob = 0.5;
+  int max_length = 128;          ///< [CLS] A [SEP] B [SEP] fits in this many tokens
+  double short_seq_prob = 0.1;   ///< share of pairs built to a random shorter length
+  double random_next_prob = 0.5;  ///< share of pairs whose B comes from another document
 };
 
-// The special ids masking needs.
+/// The special ids masking needs.
 struct MaskedLmVocabulary {
-  int cls = -1, sep = -1, mask = -1, pad = 0;
-  int size = 0;  // random replacements are drawn from [0, size)
+  int cls = -1;   ///< [CLS]
+  int sep = -1;   ///< [SEP]
+  int mask = -1;  ///< [MASK]
+  int pad = 0;    ///< [PAD]
+  int size = 0;  ///< random replacements are drawn from [0, size)
 };
 
+/// How many tokens are masked.
 struct MaskingOptions {
-  double mask_prob = 0.15;
-  int max_predictions = 20;  // per example (Google's setting for 128 tokens)
+  double mask_prob = 0.15;   ///< share of the non-special tokens
+  int max_predictions = 20;  ///< per example (Google's setting for 128 tokens)
 };
 
-// One batch: ids [B, L] padded to the longest pair, the MLM targets at the masked positions (ignore_index
-// elsewhere), NSP labels, and the (row, position) pairs whose logits the loss needs.
+/// One batch: ids [B, L] padded to the longest pair, the MLM targets at the masked positions (ignore_index
+/// elsewhere), NSP labels, and the (row, position) pairs whose logits the loss needs.
 struct MaskedLmBatch {
-  Batch batch;
-  TaskLabels labels;
-  std::vector<std::pair<Index, Index>> positions;
-  Index real_tokens = 0;  // non-padding tokens (throughput counts these)
+  Batch batch;                                     ///< ids [B, L] after masking, token types, mask
+  TaskLabels labels;                               ///< tokens (original ids at masked positions), next_sentence
+  std::vector<std::pair<Index, Index>> positions;  ///< the masked (row, position) pairs, in order
+  Index real_tokens = 0;  ///< non-padding tokens (throughput counts these)
 };
 
 namespace detail {
 inline double uniform01(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
 }  // namespace detail
 
-// All segment pairs of one pass over the corpus, documents in order (shuffle the indices to train).
+/// All segment pairs of one pass over the corpus, documents in order (shuffle the indices to train).
 inline std::vector<SegmentPair> make_segment_pairs(const TokenizedCorpus& corpus, const SegmentPairOptions& o,
                                                    std::uint64_t seed) {
   require(o.max_length >= 8, "make_segment_pairs: max_length must be at least 8, got ", o.max_length);
@@ -126,8 +140,8 @@ inline std::vector<SegmentPair> make_segment_pairs(const TokenizedCorpus& corpus
   return pairs;
 }
 
-// The examples pairs[indices[r]] as one masked-LM + NSP batch. Example r is masked with the stream
-// (mask_seed, keys[r]): give each example of a run its own key (e.g. its position in the run).
+/// The examples pairs[indices[r]] as one masked-LM + NSP batch. Example r is masked with the stream
+/// (mask_seed, keys[r]): give each example of a run its own key (e.g. its position in the run).
 inline void make_masked_lm_batch(const std::vector<SegmentPair>& pairs, std::span<const std::size_t> indices,
                                  std::span<const std::uint64_t> keys, const MaskedLmVocabulary& v,
                                  const MaskingOptions& o, std::uint64_t mask_seed, MaskedLmBatch& out) {

@@ -1,19 +1,22 @@
 #pragma once
-// The pretraining loop: batches from a PretrainingTask, forward + loss + backward on the one model
-// definition, AdamW with linear warm-up and linear decay to zero, held-out evaluations and checkpoints at
-// fixed step intervals. Everything random is keyed by (seed, step) or (seed, epoch, example), so the loop
-// state below is all a resumed run needs: a run killed and resumed from its last checkpoint ends
-// bit-identical to one that was never interrupted.
-//
-//   darkbert::PretrainState state;                         // or from a checkpoint's state.json
-//   darkbert::AdamW<float> optimizer(model, {.weight_decay = 0.01});
-//   state = darkbert::pretrain(model, optimizer, task, {.learning_rate = 1e-3, .steps = 1000}, state,
-//                              {.evaluate = log_eval, .checkpoint = save});
-//
-// With a time budget (minutes) instead of a step count, the step count at which the learning rate reaches
-// zero is estimated from the speed of the first steps (as the PyTorch reference does) and kept in the
-// state; the run ends at that step or when the budget is spent, whichever comes first. Training time
-// excludes evaluations and checkpoints.
+/// @file
+/// The pretraining loop: batches from a PretrainingTask, forward + loss + backward on the one model
+/// definition, AdamW with linear warm-up and linear decay to zero, held-out evaluations and checkpoints at
+/// fixed step intervals. Everything random is keyed by (seed, step) or (seed, epoch, example), so the loop
+/// state below is all a resumed run needs: a run killed and resumed from its last checkpoint ends
+/// bit-identical to one that was never interrupted.
+///
+/// @code
+/// darkbert::PretrainState state;                         // or from a checkpoint's state.json
+/// darkbert::AdamW<float> optimizer(model, {.weight_decay = 0.01});
+/// state = darkbert::pretrain(model, optimizer, task, {.learning_rate = 1e-3, .steps = 1000}, state,
+///                            {.evaluate = log_eval, .checkpoint = save});
+/// @endcode
+///
+/// With a time budget (minutes) instead of a step count, the step count at which the learning rate reaches
+/// zero is estimated from the speed of the first steps (as the PyTorch reference does) and kept in the
+/// state; the run ends at that step or when the budget is spent, whichever comes first. Training time
+/// excludes evaluations and checkpoints.
 
 #include <chrono>      // std::chrono::steady_clock
 #include <cmath>       // std::isfinite
@@ -33,33 +36,36 @@
 
 namespace darkbert {
 
+/// The loop's settings.
 struct PretrainOptions {
-  std::size_t batch_size = 32;
-  double learning_rate = 1e-3;
-  std::int64_t warmup_steps = 200;
-  std::int64_t steps = 0;   // train this many steps in all, or
-  double minutes = 0;       // for this much training time
-  double max_grad_norm = 1.0;
-  bool dropout = true;
-  std::uint64_t seed = 0;   // dropout; the data order and masks come from the task's seed
-  std::int64_t eval_every = 100;        // also at step 0 and at the end
-  std::int64_t checkpoint_every = 200;  // also at the end
-  bool show_progress = true;
+  std::size_t batch_size = 32;       ///< sequences per step
+  double learning_rate = 1e-3;       ///< peak learning rate
+  std::int64_t warmup_steps = 200;   ///< linear warm-up
+  std::int64_t steps = 0;   ///< train this many steps in all, or
+  double minutes = 0;       ///< for this much training time
+  double max_grad_norm = 1.0;  ///< global-norm clipping
+  bool dropout = true;         ///< the config's dropout probabilities
+  std::uint64_t seed = 0;   ///< dropout; the data order and masks come from the task's seed
+  std::int64_t eval_every = 100;        ///< also at step 0 and at the end
+  std::int64_t checkpoint_every = 200;  ///< also at the end
+  bool show_progress = true;  ///< a progress bar with loss and tokens/s
 };
 
-// Everything the loop needs to continue where it stopped (besides the weights and the optimizer).
+/// Everything the loop needs to continue where it stopped (besides the weights and the optimizer).
 struct PretrainState {
-  std::int64_t step = 0;         // steps done
-  std::int64_t total_steps = 0;  // where the schedule reaches zero (0 = not yet estimated)
-  std::int64_t epoch = 0;        // data position: example `offset` of `epoch`
-  std::int64_t offset = 0;
-  std::int64_t tokens = 0;       // non-padding tokens trained on
-  double seconds = 0;            // training time so far
+  std::int64_t step = 0;         ///< steps done
+  std::int64_t total_steps = 0;  ///< where the schedule reaches zero (0 = not yet estimated)
+  std::int64_t epoch = 0;        ///< data position: example `offset` of `epoch`
+  std::int64_t offset = 0;       ///< (see epoch)
+  std::int64_t tokens = 0;       ///< non-padding tokens trained on
+  double seconds = 0;            ///< training time so far
 
+  /// As saved in a checkpoint's state.json.
   nlohmann::json to_json() const {
     return {{"step", step}, {"total_steps", total_steps}, {"epoch", epoch}, {"offset", offset},
             {"tokens", tokens}, {"seconds", seconds}};
   }
+  /// Reads to_json's output; `source` names the file in errors.
   static PretrainState from_json(const nlohmann::json& j, const std::string& source) {
     PretrainState s;
     try {
@@ -77,16 +83,18 @@ struct PretrainState {
   }
 };
 
+/// What the loop calls back.
 template <class T>
 struct PretrainCallbacks {
-  // Called at step 0, every eval_every steps and at the end, with the mean training loss since the last call.
+  /// Called at step 0, every eval_every steps and at the end, with the mean training loss since the last call.
   std::function<void(const PretrainState&, double train_loss)> evaluate;
-  // Called every checkpoint_every steps and at the end.
+  /// Called every checkpoint_every steps and at the end.
   std::function<void(const PretrainState&)> checkpoint;
-  // Called after every step, after the evaluation and checkpoint due at it.
+  /// Called after every step, after the evaluation and checkpoint due at it.
   std::function<void(const PretrainState&)> after_step;
 };
 
+/// Trains `model` from `state` until the step count or the time budget of `o`; returns the final state.
 template <class T>
 PretrainState pretrain(Transformer<T>& model, AdamW<T>& optimizer, PretrainingTask& task, const PretrainOptions& o,
                        PretrainState state, const PretrainCallbacks<T>& callbacks = {}) {

@@ -1,17 +1,22 @@
 #pragma once
-// What a pretraining run trains on and how it is scored, for both families:
-//   BERT   masked LM + next-sentence prediction on segment pairs (masked_lm_data.hpp);
-//          held-out: masked-token accuracy and mean cross-entropy on the first 512 pairs of the held-out
-//          corpus, masked with a fixed seed (as the PyTorch reference in notes/pretraining-reference.md).
-//   GPT-2  causal LM on <|endoftext|>-joined windows (causal_lm_data.hpp);
-//          held-out: next-token accuracy and mean cross-entropy (perplexity = exp) on the first 256 windows.
-// An "epoch" is one pass over the training examples in a seeded order; BERT's segment pairs and masks are
-// drawn afresh each epoch (dynamic masking). Batch k of an epoch depends only on (seed, epoch, k), so a
-// run can be resumed from (epoch, offset) exactly.
-//
-//   PretrainingTask task(Family::bert, train_corpus, heldout_corpus, tokenizer, {.max_length = 128}, seed);
-//   auto b = task.batch(epoch, offset, 32);      // b.batch, b.labels, b.positions
-//   auto score = task.evaluate(model);           // score.loss, score.accuracy
+/// @file
+/// What a pretraining run trains on and how it is scored, for both families:
+/// @code
+/// BERT   masked LM + next-sentence prediction on segment pairs (masked_lm_data.hpp);
+///        held-out: masked-token accuracy and mean cross-entropy on the first 512 pairs of the held-out
+///        corpus, masked with a fixed seed (as the PyTorch reference in notes/pretraining-reference.md).
+/// GPT-2  causal LM on <|endoftext|>-joined windows (causal_lm_data.hpp);
+///        held-out: next-token accuracy and mean cross-entropy (perplexity = exp) on the first 256 windows.
+/// @endcode
+/// An "epoch" is one pass over the training examples in a seeded order; BERT's segment pairs and masks are
+/// drawn afresh each epoch (dynamic masking). Batch k of an epoch depends only on (seed, epoch, k), so a
+/// run can be resumed from (epoch, offset) exactly.
+///
+/// @code
+/// PretrainingTask task(Family::bert, train_corpus, heldout_corpus, tokenizer, {.max_length = 128}, seed);
+/// auto b = task.batch(epoch, offset, 32);      // b.batch, b.labels, b.positions
+/// auto score = task.evaluate(model);           // score.loss, score.accuracy
+/// @endcode
 
 #include <algorithm>  // std::min
 #include <cmath>      // std::log, std::exp
@@ -29,30 +34,34 @@
 
 namespace darkbert {
 
+/// Sizes of the training and held-out examples.
 struct PretrainingTaskOptions {
-  int max_length = 128;
-  std::size_t heldout_pairs = 512;    // BERT held-out segment pairs
-  std::size_t heldout_windows = 256;  // GPT-2 held-out windows
-  std::uint64_t heldout_seed = 12345; // fixed: every run is scored on the same masks
+  int max_length = 128;                ///< tokens per sequence
+  std::size_t heldout_pairs = 512;    ///< BERT held-out segment pairs
+  std::size_t heldout_windows = 256;  ///< GPT-2 held-out windows
+  std::uint64_t heldout_seed = 12345; ///< fixed: every run is scored on the same masks
 };
 
-// A training batch (views into the task's buffers, valid until the next call).
+/// A training batch (views into the task's buffers, valid until the next call).
 struct PretrainingBatch {
-  const Batch& batch;
-  const TaskLabels& labels;
-  const std::vector<std::pair<Index, Index>>& positions;  // MLM logit positions (empty for GPT-2)
-  Index real_tokens;
+  const Batch& batch;        ///< the inputs
+  const TaskLabels& labels;  ///< the targets
+  const std::vector<std::pair<Index, Index>>& positions;  ///< MLM logit positions (empty for GPT-2)
+  Index real_tokens;  ///< non-padding tokens
 };
 
+/// A held-out evaluation.
 struct HeldoutScore {
-  double loss = 0;      // mean cross-entropy over the scored tokens
-  double accuracy = 0;  // share of scored tokens predicted exactly (argmax)
-  double next_sentence_accuracy = -1;  // BERT NSP on the held-out pairs; -1 for GPT-2
-  Index tokens = 0;     // tokens scored
+  double loss = 0;      ///< mean cross-entropy over the scored tokens
+  double accuracy = 0;  ///< share of scored tokens predicted exactly (argmax)
+  double next_sentence_accuracy = -1;  ///< BERT NSP on the held-out pairs; -1 for GPT-2
+  Index tokens = 0;     ///< tokens scored
 };
 
+/// Training batches and held-out scoring of one family's pretraining objective.
 class PretrainingTask {
  public:
+  /// `train` and `heldout` must outlive the task; `seed` draws the pairs, their order and the masks.
   PretrainingTask(Family family, const TokenizedCorpus& train, const TokenizedCorpus& heldout, const Tokenizer& tokenizer,
                   const PretrainingTaskOptions& options, std::uint64_t seed)
       : masked_(family != Family::gpt2), train_(train), options_(options), seed_(seed) {
@@ -72,15 +81,16 @@ class PretrainingTask {
     }
   }
 
+  /// BERT's masked LM (true) or GPT-2's causal LM.
   bool masked() const { return masked_; }
 
-  // Training examples in `epoch` (BERT: segment pairs drawn for that epoch; GPT-2: windows).
+  /// Training examples in `epoch` (BERT: segment pairs drawn for that epoch; GPT-2: windows).
   std::size_t examples(std::int64_t epoch) {
     prepare(epoch);
     return order_.size();
   }
 
-  // Examples [offset, offset + count) of `epoch` in its seeded order.
+  /// Examples [offset, offset + count) of `epoch` in its seeded order.
   PretrainingBatch batch(std::int64_t epoch, std::size_t offset, std::size_t count) {
     prepare(epoch);
     require(offset + count <= order_.size(), "pretraining: batch [", offset, ", ", offset + count,
@@ -96,7 +106,7 @@ class PretrainingTask {
     return {masked_lm_.batch, masked_lm_.labels, masked_lm_.positions, masked_lm_.real_tokens};
   }
 
-  // Held-out score of `model` (inference: no dropout).
+  /// Held-out score of `model` (inference: no dropout).
   template <class T>
   HeldoutScore evaluate(const Transformer<T>& model, std::size_t batch_size = 16) const {
     HeldoutScore score;
@@ -170,7 +180,7 @@ class PretrainingTask {
   }
 
  private:
-  // The examples and their order for `epoch` (kept until another epoch is asked for).
+  /// The examples and their order for `epoch` (kept until another epoch is asked for).
   void prepare(std::int64_t epoch) {
     if (epoch == epoch_) return;
     const auto key = mix64(seed_ + mix64(static_cast<std::uint64_t>(epoch) + 1));

@@ -1,18 +1,23 @@
 #pragma once
-// A resumable training checkpoint: the model (a Hugging Face folder any loader reads), the optimizer's
-// moments and the loop's own state (step, data position, ...) as JSON, in one folder that is replaced
-// atomically:
-//
-//   <dir>.tmp/   everything is written here first and flushed to disk,
-//   <dir>/       then the old folder is renamed to <dir>.old, <dir>.tmp to <dir>, and <dir>.old removed.
-//
-// A kill at any moment leaves either the previous checkpoint or the new one: load_training_checkpoint
-// takes <dir>, else <dir>.old (a kill between the two renames), and ignores a half-written <dir>.tmp.
-//
-//   darkbert::save_training_checkpoint(out / "checkpoint", model, optimizer, {{"step", 400}});
-//   auto [model, state] = darkbert::load_training_checkpoint<float>(out / "checkpoint");
-//   darkbert::AdamW<float> optimizer(model);
-//   darkbert::restore_optimizer(out / "checkpoint", optimizer);
+/// @file
+/// A resumable training checkpoint: the model (a Hugging Face folder any loader reads), the optimizer's
+/// moments and the loop's own state (step, data position, ...) as JSON, in one folder that is replaced
+/// atomically:
+///
+/// @code
+/// `<dir>.tmp`/   everything is written here first and flushed to disk,
+/// `<dir>/`       then the old folder is renamed to `<dir>.old`, `<dir>.tmp` to `<dir>`, and `<dir>.old` removed.
+/// @endcode
+///
+/// A kill at any moment leaves either the previous checkpoint or the new one: load_training_checkpoint
+/// takes `<dir>`, else `<dir>.old` (a kill between the two renames), and ignores a half-written `<dir>.tmp`.
+///
+/// @code
+/// darkbert::save_training_checkpoint(out / "checkpoint", model, optimizer, {{"step", 400}});
+/// auto [model, state] = darkbert::load_training_checkpoint<float>(out / "checkpoint");
+/// darkbert::AdamW<float> optimizer(model);
+/// darkbert::restore_optimizer(out / "checkpoint", optimizer);
+/// @endcode
 
 #include <fcntl.h>   // ::open
 #include <unistd.h>  // ::fsync, ::close
@@ -34,7 +39,7 @@
 namespace darkbert {
 
 namespace detail {
-// Flushes a file or folder to disk, so that a rename after it never exposes unwritten data.
+/// Flushes a file or folder to disk, so that a rename after it never exposes unwritten data.
 inline void sync_path(const std::filesystem::path& path) {
   const int fd = ::open(path.c_str(), O_RDONLY);
   if (fd < 0) fail(path.string(), ": cannot open to flush it to disk");
@@ -50,13 +55,14 @@ inline std::filesystem::path sibling(const std::filesystem::path& dir, const cha
 }
 }  // namespace detail
 
-// The folder a checkpoint lives in after a possible kill: <dir>, else <dir>.old; nullopt if neither.
+/// The folder a checkpoint lives in after a possible kill: `<dir>`, else `<dir>.old`; nullopt if neither.
 inline std::optional<std::filesystem::path> find_training_checkpoint(const std::filesystem::path& dir) {
   for (const auto& candidate : {dir, detail::sibling(dir, ".old")})
     if (std::filesystem::exists(candidate / "state.json")) return candidate;
   return std::nullopt;
 }
 
+/// Writes model, optimizer moments and `state` to `dir`, replacing an older checkpoint atomically.
 template <class T>
 void save_training_checkpoint(const std::filesystem::path& dir, const Transformer<T>& model, AdamW<T>& optimizer,
                               const nlohmann::json& state) {
@@ -84,7 +90,7 @@ void save_training_checkpoint(const std::filesystem::path& dir, const Transforme
   fs::remove_all(old);
 }
 
-// The model and the loop state of the checkpoint at `dir` (or its .old twin after a kill).
+/// The model and the loop state of the checkpoint at `dir` (or its .old twin after a kill).
 template <class T>
 std::pair<Transformer<T>, nlohmann::json> load_training_checkpoint(const std::filesystem::path& dir) {
   const auto found = find_training_checkpoint(dir);
@@ -92,7 +98,7 @@ std::pair<Transformer<T>, nlohmann::json> load_training_checkpoint(const std::fi
   return {Transformer<T>::load(*found), read_json_file(*found / "state.json")};
 }
 
-// Restores the optimizer's moments and step count saved beside the model.
+/// Restores the optimizer's moments and step count saved beside the model.
 template <class T>
 void restore_optimizer(const std::filesystem::path& dir, AdamW<T>& optimizer) {
   const auto found = find_training_checkpoint(dir);
