@@ -27,7 +27,7 @@
 #include "darkbert/core/threads.hpp"
 #include "darkbert/model/transformer.hpp"
 #include "darkbert/train/optimizer.hpp"
-#include "darkbert/train/task_loss.hpp"
+#include "darkbert/train/training_step.hpp"
 
 namespace darkbert::cli {
 
@@ -116,21 +116,12 @@ void bench_train_step(const BenchForwardOptions& o) {
   TaskLabels labels;
   for (int b = 0; b < o.batch; ++b) labels.classes.push_back(b % 2);
 
-  autodiff::Tape<T> tape;
-  auto grads = model.zero_gradients();
+  TrainingStep<T> training(model);
   AdamW<T> optimizer(model);
-  ForwardResult<T> out;
-  LossTargets<T> targets;
-  ForwardOptions<T> options;
-  options.keep_attentions = false;  // a training loop has no use for the maps beyond the tape's own
-  options.keep_hidden_states = false;
   auto step = [&](std::uint64_t s) {
-    const TrainingPass<T> pass{.tape = &tape, .gradients = &grads, .dropout = !o.no_dropout, .seed = o.seed, .step = s};
-    options.training = &pass;
-    model.forward_into(batch, options, out);
-    tape.backward(task_loss(tape, model, batch, out, labels, targets));
-    optimizer.step(grads, 1e-5);
-    optimizer.zero_grad(grads);
+    training.forward_backward(model, batch, labels, {.dropout = !o.no_dropout, .seed = o.seed, .step = s});
+    optimizer.step(training.gradients(), 1e-5);
+    optimizer.zero_grad(training.gradients());
   };
   step(0);  // warm-up: the tape's arena and every buffer reach their size here
   std::vector<double> times;

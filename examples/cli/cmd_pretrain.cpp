@@ -8,7 +8,7 @@
 // DIR/eval.csv the held-out loss and accuracy (corpus/heldout.txt) and, on the first --probe-pairs MRPC dev
 // pairs, the strongest head of each §3.1 pattern: attention on the neighbouring tokens (positional), on
 // [CLS]/[SEP] (vertical), inside the own segment (block); every head's masses go to DIR/head_masses.csv.
-// DIR/checkpoint/ is replaced atomically every --checkpoint-every steps; --resume continues from it with the
+// eval.csv is also drawn as heldout_accuracy.png and head_masses.png. DIR/checkpoint/ is replaced atomically every --checkpoint-every steps; --resume continues from it with the
 // run's saved settings and ends bit-identical to an uninterrupted run. The result is a Hugging Face folder
 // in DIR (config.json, model.safetensors, vocabulary). Ends with one line:
 //   heldout_accuracy=... heldout_loss=... steps=... tokens_per_s=...
@@ -32,6 +32,7 @@
 #include "darkbert/data/root.hpp"
 #include "darkbert/train/pretrain.hpp"
 #include "darkbert/train/training_checkpoint.hpp"
+#include "darkbert/viz/line_chart.hpp"
 
 namespace darkbert::cli {
 
@@ -48,28 +49,8 @@ struct PretrainRecipe {
   std::size_t probe_pairs = 200;
 };
 
-inline void to_json(nlohmann::json& j, const PretrainRecipe& r) {
-  j = {{"arch", r.arch}, {"layers", r.layers}, {"hidden", r.hidden}, {"heads", r.heads}, {"ff", r.ff},
-       {"seq", r.seq}, {"batch", r.batch}, {"lr", r.lr}, {"warmup", r.warmup}, {"seed", r.seed},
-       {"max_documents", r.max_documents}, {"eval_every", r.eval_every}, {"checkpoint_every", r.checkpoint_every},
-       {"probe_pairs", r.probe_pairs}};
-}
-inline void from_json(const nlohmann::json& j, PretrainRecipe& r) {
-  r.arch = j.at("arch");
-  j.at("layers").get_to(r.layers);
-  j.at("hidden").get_to(r.hidden);
-  j.at("heads").get_to(r.heads);
-  j.at("ff").get_to(r.ff);
-  j.at("seq").get_to(r.seq);
-  j.at("batch").get_to(r.batch);
-  j.at("lr").get_to(r.lr);
-  j.at("warmup").get_to(r.warmup);
-  j.at("seed").get_to(r.seed);
-  j.at("max_documents").get_to(r.max_documents);
-  j.at("eval_every").get_to(r.eval_every);
-  j.at("checkpoint_every").get_to(r.checkpoint_every);
-  j.at("probe_pairs").get_to(r.probe_pairs);
-}
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(PretrainRecipe, arch, layers, hidden, heads, ff, seq, batch, lr, warmup, seed,
+                                   max_documents, eval_every, checkpoint_every, probe_pairs)
 
 // The named recipes. `mini`: the embedded default models; `tiny`: seconds-long runs for tests.
 inline PretrainRecipe named_recipe(const std::string& name, const std::string& arch) {
@@ -129,6 +110,33 @@ inline void trim_log(const std::filesystem::path& path, std::int64_t step) {
     if (header || std::stoll(line.substr(0, line.find(','))) <= step) kept += line + "\n";
   in.close();
   std::ofstream(path) << kept;
+}
+
+// The curves of eval.csv as figures: held-out accuracy, and the strongest head of each §3.1 pattern.
+inline void plot_eval_log(const std::filesystem::path& out, const std::string& model_name) {
+  std::ifstream in(out / "eval.csv");
+  std::string line;
+  std::getline(in, line);  // header
+  std::vector<double> step, accuracy, loss, neighbour, special, segment;
+  while (std::getline(in, line)) {
+    std::vector<std::string> f;
+    std::istringstream fields(line);
+    for (std::string v; std::getline(fields, v, ',');) f.push_back(v);
+    if (f.size() < 13) continue;
+    step.push_back(std::stod(f[0]));
+    loss.push_back(std::stod(f[4]));
+    accuracy.push_back(std::stod(f[5]));
+    neighbour.push_back(std::stod(f[7]));
+    special.push_back(std::stod(f[9]));
+    segment.push_back(std::stod(f[11]));
+  }
+  write_line_chart(out / "heldout_accuracy.png", {{"held-out token accuracy", step, accuracy}},
+                   {.title = model_name + ": held-out accuracy", .x_label = "training step", .y_label = "accuracy", .y_min = 0.0});
+  write_line_chart(out / "head_masses.png",
+                   {{"previous + next token (positional)", step, neighbour}, {"[CLS] + [SEP] (vertical)", step, special},
+                    {"own segment (block)", step, segment}},
+                   {.title = model_name + ": strongest head of each pattern (MRPC dev)", .x_label = "training step",
+                    .y_label = "attention mass", .y_min = 0.0, .y_max = 1.0});
 }
 
 inline void run_pretrain_command(const PretrainCommand& cmd) {
@@ -203,6 +211,7 @@ inline void run_pretrain_command(const PretrainCommand& cmd) {
       for (Index h = 0; h < summary.neighbour_share.cols(); ++h)
         heads << s.step << ',' << l << ',' << h << ',' << summary.neighbour_share(l, h) << ','
               << summary.special_share(l, h) << ',' << summary.segment_share(l, h) << '\n';
+    plot_eval_log(cmd.out, gpt2 ? "GPT-2" : "BERT");
     std::fprintf(stderr, "\n[step %lld] heldout loss %.4f accuracy %.4f%s | strongest heads: neighbour %.3f (%s) "
                  "[CLS]/[SEP] %.3f (%s) own segment %.3f (%s)\n",
                  static_cast<long long>(s.step), last.loss, last.accuracy,

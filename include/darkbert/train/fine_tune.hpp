@@ -16,7 +16,7 @@
 /// inference and only the task heads (pooler and classifier) learn.
 
 #include <algorithm>   // std::min
-#include <cmath>       // std::ceil, std::isfinite
+#include <cmath>       // std::ceil
 #include <cstdint>     // std::uint64_t, std::int64_t
 #include <cstdio>      // std::snprintf
 #include <functional>  // std::function
@@ -27,11 +27,11 @@
 #include "../core/error.hpp"
 #include "../core/progress.hpp"
 #include "../data/seeded_shuffle.hpp"  // seeded_permutation
-#include "../model/training_pass.hpp"
 #include "../model/transformer.hpp"
 #include "labelled_texts.hpp"
 #include "optimizer.hpp"
 #include "task_loss.hpp"
+#include "training_step.hpp"
 
 namespace darkbert {
 
@@ -89,13 +89,7 @@ FineTuneHistory fine_tune(Transformer<T>& model, const LabelledTexts& train, int
                                 .warmup_steps = static_cast<std::int64_t>(std::ceil(o.warmup_fraction * total)),
                                 .total_steps = total};
   AdamW<T> optimizer(model, {.weight_decay = o.weight_decay, .train_encoder = o.train_encoder});
-  autodiff::Tape<T> tape;
-  auto grads = model.zero_gradients();
-  ForwardOptions<T> options;
-  options.keep_attentions = false;
-  options.keep_hidden_states = false;
-  ForwardResult<T> result;
-  LossTargets<T> targets;
+  TrainingStep<T> training(model);
   TaskLabels labels;
 
   FineTuneHistory history;
@@ -108,16 +102,10 @@ FineTuneHistory fine_tune(Transformer<T>& model, const LabelledTexts& train, int
     for (std::size_t first = 0; first < order.size(); first += o.batch_size) {
       const std::span<const std::size_t> rows(order.data() + first, std::min(o.batch_size, order.size() - first));
       const Batch batch = batch_of(train, rows, pad_id, &labels);
-      const TrainingPass<T> pass{.tape = &tape, .gradients = &grads, .dropout = o.dropout, .seed = o.seed,
-                                 .step = static_cast<std::uint64_t>(step), .train_encoder = o.train_encoder};
-      options.training = &pass;
-      model.forward_into(batch, options, result);
-      const auto loss = task_loss(tape, model, batch, result, labels, targets);
-      const double value = static_cast<double>(loss.value()[0]);
-      if (!std::isfinite(value)) fail("fine_tune: the loss is ", value, " at step ", step, " (learning rate too high?)");
-      tape.backward(loss);
-      optimizer.step(grads, schedule(step), {.max_grad_norm = o.max_grad_norm});
-      optimizer.zero_grad(grads);
+      const double value = training.forward_backward(model, batch, labels, {.dropout = o.dropout, .seed = o.seed,
+                                                     .step = static_cast<std::uint64_t>(step), .train_encoder = o.train_encoder});
+      optimizer.step(training.gradients(), schedule(step), {.max_grad_norm = o.max_grad_norm});
+      optimizer.zero_grad(training.gradients());
       loss_sum += value;
       seen += rows.size();
       ++step;

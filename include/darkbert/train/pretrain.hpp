@@ -19,7 +19,6 @@
 /// excludes evaluations and checkpoints.
 
 #include <chrono>      // std::chrono::steady_clock
-#include <cmath>       // std::isfinite
 #include <cstdint>     // std::int64_t
 #include <cstdio>      // std::snprintf
 #include <functional>  // std::function
@@ -28,11 +27,10 @@
 
 #include "../core/error.hpp"
 #include "../core/progress.hpp"
-#include "../model/training_pass.hpp"
 #include "../model/transformer.hpp"
 #include "optimizer.hpp"
 #include "pretraining_task.hpp"
-#include "task_loss.hpp"
+#include "training_step.hpp"
 
 namespace darkbert {
 
@@ -104,13 +102,7 @@ PretrainState pretrain(Transformer<T>& model, AdamW<T>& optimizer, PretrainingTa
   if (o.steps > 0) state.total_steps = o.steps;
   constexpr std::int64_t timing_steps = 20;  // steps timed before estimating the budget's step count
   const double budget = o.minutes * 60.0;
-  autodiff::Tape<T> tape;
-  auto grads = model.zero_gradients();
-  ForwardOptions<T> options;
-  options.keep_attentions = false;
-  options.keep_hidden_states = false;
-  ForwardResult<T> result;
-  LossTargets<T> targets;
+  TrainingStep<T> training(model);
   double loss_sum = 0;
   std::int64_t loss_count = 0, timed_from = -1;
   double timed_start = 0;
@@ -133,20 +125,14 @@ PretrainState pretrain(Transformer<T>& model, AdamW<T>& optimizer, PretrainingTa
               task.examples(state.epoch), " < ", o.batch_size, ")");
     }
     const auto b = task.batch(state.epoch, static_cast<std::size_t>(state.offset), o.batch_size);
-    const TrainingPass<T> pass{.tape = &tape, .gradients = &grads, .dropout = o.dropout, .seed = o.seed,
-                               .step = static_cast<std::uint64_t>(state.step)};
-    options.training = &pass;
-    options.logit_positions = b.positions;
-    model.forward_into(b.batch, options, result);
-    const auto loss = task_loss(tape, model, b.batch, result, b.labels, targets);
-    const double value = static_cast<double>(loss.value()[0]);
-    if (!std::isfinite(value)) fail("pretrain: the loss is ", value, " at step ", state.step, " (learning rate too high?)");
-    tape.backward(loss);
+    const double value = training.forward_backward(model, b.batch, b.labels,
+                                                   {.dropout = o.dropout, .seed = o.seed, .step = static_cast<std::uint64_t>(state.step)},
+                                                   b.positions);
     // Until the budget's step count is estimated, the schedule only warms up.
     const LinearSchedule schedule{.peak = o.learning_rate, .warmup_steps = o.warmup_steps,
                                   .total_steps = state.total_steps ? state.total_steps : std::int64_t{1} << 40};
-    optimizer.step(grads, schedule(state.step), {.max_grad_norm = o.max_grad_norm});
-    optimizer.zero_grad(grads);
+    optimizer.step(training.gradients(), schedule(state.step), {.max_grad_norm = o.max_grad_norm});
+    optimizer.zero_grad(training.gradients());
     ++state.step;
     state.offset += static_cast<std::int64_t>(o.batch_size);
     state.tokens += b.real_tokens;

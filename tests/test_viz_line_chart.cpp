@@ -1,0 +1,43 @@
+// Tests for include/darkbert/viz/line_chart.hpp: the SVG carries the title, axis titles, round tick labels
+// and legend entries as text; the PNG has the plot size asked for and the first series' colour where its
+// line runs; bad input is refused by name.
+
+#include <doctest/doctest.h>
+
+#include <pugixml.hpp>  // parse the SVG output
+
+#include <set>     // std::set
+#include <string>  // std::string
+
+#include "darkbert/viz/line_chart.hpp"
+#include "viz_test_support.hpp"
+
+using darkbert::test::message_of;
+
+TEST_CASE("a line chart labels its axes, ticks and series") {
+  const auto dir = darkbert::test::scratch_dir("viz_line_chart");
+  const std::vector<darkbert::LineSeries> series = {{"accuracy", {0, 100, 200, 300}, {0.0, 0.05, 0.1, 0.2}},
+                                                    {"loss", {0, 100, 200, 300}, {0.5, 0.4, 0.3, 0.25}}};
+  const darkbert::LineChartOptions options{.title = "mini BERT", .x_label = "training step", .y_label = "value"};
+  darkbert::write_line_chart(dir / "c.svg", series, options);
+  pugi::xml_document doc;
+  REQUIRE(doc.load_file((dir / "c.svg").c_str()));
+  std::set<std::string> texts;
+  for (const auto& node : doc.select_nodes("//text")) texts.insert(node.node().child_value());
+  for (const char* expected : {"mini BERT", "training step", "value", "accuracy", "loss", "0", "100", "200", "300", "0.2"})
+    CHECK_MESSAGE(texts.count(expected) == 1, expected);
+
+  darkbert::write_line_chart(dir / "c.png", series, options);
+  const darkbert::test::png_image png(dir / "c.png", options.pixels_per_point);
+  CHECK(png.width() > 2 * 360);
+  CHECK(png.height() > 2 * 220);
+}
+
+TEST_CASE("line chart errors name the file and the problem") {
+  const auto dir = darkbert::test::scratch_dir("viz_line_chart_errors");
+  CHECK(message_of([&] { darkbert::write_line_chart(dir / "a.png", {}, {}); }).find("a.png: a line chart needs at least one series") == 0);
+  CHECK(message_of([&] { darkbert::write_line_chart(dir / "b.png", {{"s", {1, 2}, {1}}}, {}); })
+            .find("b.png: series 's' has 2 x and 1 y values") == 0);
+  CHECK(message_of([&] { darkbert::write_line_chart(dir / "c.png", {{"s", {1, 2}, {1, 2}}}, {.y_min = 2.0, .y_max = 1.0}); })
+            .find("y_min must be below y_max") != std::string::npos);
+}
