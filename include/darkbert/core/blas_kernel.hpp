@@ -19,15 +19,12 @@
 #include <cstdlib>  // std::getenv, setenv
 #include <string>   // std::string
 
+#include "kernel_dispatch.hpp"  // cpu_has_avx512
+
 namespace darkbert {
 
 // The name of the kernel set OpenBLAS uses ("Haswell", "SkylakeX", ...).
 inline std::string blas_core_name() { return openblas_get_corename(); }
-
-inline bool cpu_has_avx512() {
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
-}
 
 inline bool is_avx512_core(const std::string& core) {
   return core == "SkylakeX" || core == "Cooperlake" || core == "SapphireRapids";

@@ -10,7 +10,9 @@
 // float on AVX-512 machines runs darkbert's own register-tiled kernel (core/detail/xwt_kernel_avx512.hpp),
 // which reaches ≈93% of the FMA peak on BERT-sized layers; everything else — double, CPUs without
 // AVX-512, and the one shape where OpenBLAS's own AVX-512 kernels win (long K with many rows, where its
-// K-blocking keeps more in cache) — goes to BLAS followed by one parallel epilogue pass.
+// K-blocking keeps more in cache) — goes to BLAS followed by one parallel epilogue pass. The kernel is
+// compiled for AVX-512 by a target attribute and chosen at run time (core/kernel_dispatch.hpp), so the
+// consumer's compiler flags do not matter.
 
 #include <omp.h>  // omp_in_parallel, omp_get_max_threads, omp_get_thread_num, omp_get_num_threads
 
@@ -20,10 +22,11 @@
 
 #include "blas.hpp"
 #include "blas_kernel.hpp"  // blas_core_name, is_avx512_core
+#include "kernel_dispatch.hpp"  // kernel_path, DARKBERT_HAS_AVX512_KERNEL
 #include "matrix.hpp"
 #include "tensor.hpp"  // AlignedAllocator
 
-#if defined(__AVX512F__)
+#if DARKBERT_HAS_AVX512_KERNEL
 #include "detail/xwt_kernel_avx512.hpp"
 #endif
 
@@ -40,14 +43,10 @@ struct XwtScratch {
   }
 };
 
-// Whether the kernel (rather than BLAS) computes this product; exposed for tests and benchmarks.
+// Whether the kernel (rather than BLAS) computes products of T in this process: float on the avx512 path.
 template <class T>
-constexpr bool xwt_kernel_available() {
-#if defined(__AVX512F__)
-  return std::is_same_v<T, float>;
-#else
-  return false;
-#endif
+bool xwt_kernel_available() {
+  return std::is_same_v<T, float> && kernel_path() == KernelPath::avx512;
 }
 
 namespace detail {
@@ -75,9 +74,11 @@ void xwt_gemm_blas(const T* x, Index rows, Index in, const T* w, Index out, T* y
   for (Index r = 0; r < rows; ++r) epilogue(y + r * out, Index(0), out);
 }
 
-#if defined(__AVX512F__)
+#if DARKBERT_HAS_AVX512_KERNEL
+// (The OpenMP region's outlined body inherits the target attribute; the epilogue, compiled for the
+// consumer's flags, is inlined into it as a subset of AVX-512.)
 template <class Epilogue>
-void xwt_gemm_avx512(const float* x, Index rows, Index in, const float* w, Index out, float* y, XwtScratch& scratch,
+DARKBERT_AVX512_TARGET void xwt_gemm_avx512(const float* x, Index rows, Index in, const float* w, Index out, float* y, XwtScratch& scratch,
                      Epilogue& epilogue) {
   using namespace avx512;
   const Index panels = (rows + kTileColumns - 1) / kTileColumns;
@@ -128,9 +129,9 @@ void xwt_gemm_avx512(const float* x, Index rows, Index in, const float* w, Index
 template <class T, class Epilogue>
 void xwt_gemm(const T* x, Index rows, Index in, const T* w, Index out, T* y, XwtScratch& scratch, Epilogue&& epilogue) {
   if (rows == 0 || out == 0) return;
-#if defined(__AVX512F__)
+#if DARKBERT_HAS_AVX512_KERNEL
   if constexpr (std::is_same_v<T, float>) {
-    if (xwt_kernel_chosen(rows, in)) {
+    if (kernel_path() == KernelPath::avx512 && xwt_kernel_chosen(rows, in)) {
       detail::xwt_gemm_avx512(x, rows, in, w, out, y, scratch, epilogue);
       return;
     }

@@ -14,7 +14,8 @@
 //
 // The two per-head products run on darkbert's AVX-512 tile kernel for float (scores: Q's rows against
 // K packed as 32-key panels; context: the pattern's rows against V's rows read in place, no packing) and
-// on Eigen otherwise. They need a little per-thread memory: AttentionScratch, prepared before the loop.
+// on Eigen otherwise (double, or the BLAS path of core/kernel_dispatch.hpp). They need a little
+// per-thread memory: AttentionScratch, prepared before the loop.
 
 #include <omp.h>  // omp_get_thread_num
 
@@ -31,7 +32,7 @@
 #include "../../core/tensor.hpp"  // AlignedAllocator
 #include "../../core/xwt_gemm.hpp"  // xwt_kernel_available
 #include "dropout.hpp"
-#if defined(__AVX512F__)
+#if DARKBERT_HAS_AVX512_KERNEL
 #include "../../core/detail/xwt_kernel_avx512.hpp"
 #endif
 
@@ -70,6 +71,46 @@ template <class T>
 using StridedMatrix = Eigen::Map<const Matrix<T>, 0, Eigen::OuterStride<>>;
 template <class T>
 using MutableStridedMatrix = Eigen::Map<Matrix<T>, 0, Eigen::OuterStride<>>;
+
+#if DARKBERT_HAS_AVX512_KERNEL
+// S [L, L] (row stride L) = Q Kᵀ for one head on the tile kernel: Q's rows against K packed as 32-key
+// panels. q, k: the head's first element in qkv, row stride ld; `work` is this thread's scratch slice.
+DARKBERT_AVX512_TARGET inline void scores_by_tile(const float* q, const float* k, float* S, Index L, Index d, Index ld,
+                                                  float* work, Index panel_floats) {
+  using namespace darkbert::detail::avx512;
+  float* panels = work;
+  float* spare = work + panel_floats;
+  for (Index p = 0; p * kTileColumns < L; ++p)
+    pack_panel(k + p * kTileColumns * ld, ld, std::min(kTileColumns, L - p * kTileColumns), d, panels + p * kTileColumns * d);
+  for (Index q0 = 0; q0 < L; q0 += kTileRows) {
+    const Index rows = std::min(kTileRows, L - q0);
+    Index lda = 0;
+    const float* a = tile_rows(q + q0 * ld, ld, rows, d, spare, lda);
+    for (Index p = 0; p * kTileColumns < L; ++p)
+      tile_12x32(a, lda, panels + p * kTileColumns * d, kTileColumns, std::min(kTileColumns, L - p * kTileColumns), d,
+                 S + q0 * L + p * kTileColumns, L, rows);
+  }
+}
+
+// c [L, d] (row stride H) = P [L, L] · V [L, d] (row stride 3H, read in place) on the tile kernel.
+DARKBERT_AVX512_TARGET inline void context_by_tile(const float* P, const float* v, float* c, Index L, Index d, Index H,
+                                                   float* spare) {
+  using namespace darkbert::detail::avx512;
+  for (Index q0 = 0; q0 < L; q0 += kTileRows) {
+    const Index rows = std::min(kTileRows, L - q0);
+    Index lda = 0;
+    const float* a = tile_rows(P + q0 * L, L, rows, L, spare, lda);
+    for (Index j0 = 0; j0 < d; j0 += kTileColumns)
+      tile_12x32(a, lda, v + j0, 3 * H, std::min(kTileColumns, d - j0), L, c + q0 * H + j0, H, rows);
+  }
+}
+#endif
+
+// Whether the per-head products of T run on the tile kernel in this process.
+template <class T>
+bool attention_on_tile() {
+  return DARKBERT_HAS_AVX512_KERNEL && xwt_kernel_available<T>();
+}
 }  // namespace detail
 
 // Sum of v[0..n) in an order fixed by the indices alone (element j goes to partial sum j % 16, and the
@@ -97,24 +138,12 @@ void attention_scores(const T* qkv, const int* key_mask, T* scores, const Attent
   const T* q = qkv + b * L * ld + h * d;
   const T* k = q + s.hidden();
   T* S = scores + s.map_offset(b, h);
-  if constexpr (xwt_kernel_available<T>()) {
-#if defined(__AVX512F__)
-    using namespace darkbert::detail::avx512;
-    float* panels = scratch.for_thread();
-    float* spare = panels + scratch.panel_floats;
-    for (Index p = 0; p * kTileColumns < L; ++p)
-      pack_panel(k + p * kTileColumns * ld, ld, std::min(kTileColumns, L - p * kTileColumns), d, panels + p * kTileColumns * d);
-    for (Index q0 = 0; q0 < L; q0 += kTileRows) {
-      const Index rows = std::min(kTileRows, L - q0);
-      Index lda = 0;
-      const float* a = tile_rows(q + q0 * ld, ld, rows, d, spare, lda);
-      for (Index p = 0; p * kTileColumns < L; ++p)
-        tile_12x32(a, lda, panels + p * kTileColumns * d, kTileColumns, std::min(kTileColumns, L - p * kTileColumns), d,
-                   S + q0 * L + p * kTileColumns, L, rows);
-    }
+  if (detail::attention_on_tile<T>()) {
+#if DARKBERT_HAS_AVX512_KERNEL
+    if constexpr (std::is_same_v<T, float>) detail::scores_by_tile(q, k, S, L, d, ld, scratch.for_thread(), scratch.panel_floats);
 #endif
   } else {
-    (void)scratch;
+    (void)scratch;  // only the tile kernel needs it
     detail::StridedMatrix<T> Q(q, L, d, Eigen::OuterStride<>(ld));
     detail::StridedMatrix<T> K(k, L, d, Eigen::OuterStride<>(ld));
     MatrixMap<T>(S, L, L).noalias() = Q * K.transpose();
@@ -157,20 +186,12 @@ void attention_context_from(const T* qkv, const T* P, T* ctx, const AttentionSha
   const Index L = s.length, d = s.head_dim, H = s.hidden();
   const T* v = qkv + b * L * 3 * H + 2 * H + h * d;
   T* c = ctx + b * L * H + h * d;
-  if constexpr (xwt_kernel_available<T>()) {
-#if defined(__AVX512F__)
-    using namespace darkbert::detail::avx512;
-    float* spare = scratch.for_thread() + scratch.panel_floats;
-    for (Index q0 = 0; q0 < L; q0 += kTileRows) {
-      const Index rows = std::min(kTileRows, L - q0);
-      Index lda = 0;
-      const float* a = tile_rows(P + q0 * L, L, rows, L, spare, lda);
-      for (Index j0 = 0; j0 < d; j0 += kTileColumns)
-        tile_12x32(a, lda, v + j0, 3 * H, std::min(kTileColumns, d - j0), L, c + q0 * H + j0, H, rows);
-    }
+  if (detail::attention_on_tile<T>()) {
+#if DARKBERT_HAS_AVX512_KERNEL
+    if constexpr (std::is_same_v<T, float>) detail::context_by_tile(P, v, c, L, d, H, scratch.for_thread() + scratch.panel_floats);
 #endif
   } else {
-    (void)scratch;
+    (void)scratch;  // only the tile kernel needs it
     ConstMatrixMap<T> Pm(P, L, L);
     detail::StridedMatrix<T> V(v, L, d, Eigen::OuterStride<>(3 * H));
     detail::MutableStridedMatrix<T> C(c, L, d, Eigen::OuterStride<>(H));
