@@ -152,6 +152,8 @@ int run_cases(const RunOptions& o) {
 void add_run_command(CLI::App& app) {
   auto opts = std::make_shared<RunOptions>();
   auto* cmd = app.add_subcommand("run", "Run every case of a cases file and write the outputs as .npy");
+  cmd->footer("Example: darkbert run --cases ../shared/golden/cases/bert_model.json --out out/bert_model --check\n"
+              "         DARKBERT_KERNEL=blas darkbert run --cases ... --out out/blas --against out/bert_model");
   cmd->add_option("--cases", opts->cases, "Cases file (darkbert-golden-cases/1 JSON)")->required()->check(CLI::ExistingFile);
   cmd->add_option("--out", opts->out, "Output folder (one .npy per named output, under its base name)")->required();
   cmd->add_option("--model", opts->model, "Checkpoint folder (default: the one the cases file names)")->check(CLI::ExistingDirectory);

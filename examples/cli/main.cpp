@@ -13,8 +13,6 @@
 int main(int argc, char** argv) {
   darkbert::restart_with_fast_blas_kernel(argv);  // AVX-512 GEMM kernels where OpenBLAS misdetects the CPU
   CLI::App app{"darkbert: exact transformer forward passes, hooks and attention analysis"};
-  app.footer("Example: darkbert run --cases ../shared/golden/cases/bert_model.json --out out/bert_model --check\n"
-             "Run `darkbert COMMAND --help` for each command's options and an example.");
   // The kernel line tells which product code this process runs (DARKBERT_KERNEL=blas forces BLAS).
   app.set_version_flag("--version", [] {
     return std::string("darkbert ") + darkbert::version + " (kernel: " + darkbert::kernel_path_name(darkbert::kernel_path()) +
@@ -27,6 +25,9 @@ int main(int argc, char** argv) {
   darkbert::cli::add_annotate_command(app);
   darkbert::cli::add_bench_command(app);
   darkbert::cli::add_init_command(app);
+  // Set after the subcommands, which would otherwise inherit it; each has its own example.
+  app.footer("Example: darkbert run --cases ../shared/golden/cases/bert_model.json --out out/bert_model --check\n"
+             "Run `darkbert COMMAND --help` for each command's options and an example.");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,6 +1,7 @@
 #pragma once
-// darkbert — everything except the figures in one include (figures: <darkbert/viz/heatmap.hpp> and
-// <darkbert/viz/attention_grid.hpp>, target darkbert::viz). Larger projects may prefer single headers.
+/// @file
+/// darkbert — everything except the figures in one include (figures: <darkbert/viz/heatmap.hpp> and
+/// <darkbert/viz/attention_grid.hpp>, target darkbert::viz). Larger projects may prefer single headers.
 
 #include "version.hpp"
 

@@ -1,13 +1,16 @@
 #pragma once
-// Cases files in the "darkbert-golden-cases/1" format (../shared/golden/README.md): a model folder and a
-// list of padded input batches, each with optional disabled heads and the outputs it names.
-//
-//   auto cases = darkbert::CaseFile::read("golden/cases/bert_model.json");
-//   auto model = darkbert::Transformer<double>::load(cases.model_dir);
-//   for (const auto& c : cases.cases) {
-//     auto out = model.forward(c.batch, {.policies = &c.policies<double>()});
-//     auto hidden = darkbert::named_output(out, model, "hidden_states");
-//   }
+/// @file
+/// Cases files in the "darkbert-golden-cases/1" format (../shared/golden/README.md): a model folder and a
+/// list of padded input batches, each with optional disabled heads and the outputs it names.
+///
+/// @code
+/// auto cases = darkbert::CaseFile::read("golden/cases/bert_model.json");
+/// auto model = darkbert::Transformer<double>::load(cases.model_dir);
+/// for (const auto& c : cases.cases) {
+///   auto out = model.forward(c.batch, {.policies = &c.policies<double>()});
+///   auto hidden = darkbert::named_output(out, model, "hidden_states");
+/// }
+/// @endcode
 
 #include <cmath>       // std::abs
 #include <filesystem>  // std::filesystem::path
@@ -37,10 +40,10 @@ struct Case {
   std::string name;
   Batch batch;
   std::vector<DisabledHead> disable;
-  std::map<std::string, std::filesystem::path> outputs;  // output name -> expected .npy (absolute)
-  nlohmann::json raw;                                      // the whole case, for fields like labels
+  std::map<std::string, std::filesystem::path> outputs;  ///< output name -> expected .npy (absolute)
+  nlohmann::json raw;                                      ///< the whole case, for fields like labels
 
-  // The case's disable list as masking policies (only "uniform" is defined by the format).
+  /// The case's disable list as masking policies (only "uniform" is defined by the format).
   template <class T>
   MaskingPolicies<T> policies() const {
     MaskingPolicies<T> p;
@@ -118,8 +121,8 @@ struct CaseFile {
   }
 };
 
-// max |got - expected| / (1 + |expected|) over all elements, the fixtures' error measure (their
-// tolerance: 1e-4 for float32, tighter for float64); +infinity when the shapes differ.
+/// max |got - expected| / (1 + |expected|) over all elements, the fixtures' error measure (their
+/// tolerance: 1e-4 for float32, tighter for float64); +infinity when the shapes differ.
 template <class Got, class Expected>
 double max_relative_error(const Got& got, const Expected& expected) {
   if (got.dimension() != expected.dimension()) return std::numeric_limits<double>::infinity();
@@ -133,9 +136,9 @@ double max_relative_error(const Got& got, const Expected& expected) {
   return worst;
 }
 
-// An output of a forward pass by its cases-file name: embeddings, hidden_states, attentions,
-// last_hidden_state, pooled, logits (sequence or LM logits, whichever the model has), mlm_logits,
-// nsp_logits. Returned as an owning n-d array.
+/// An output of a forward pass by its cases-file name: embeddings, hidden_states, attentions,
+/// last_hidden_state, pooled, logits (sequence or LM logits, whichever the model has), mlm_logits,
+/// nsp_logits. Returned as an owning n-d array.
 template <class T>
 xt::xarray<T> named_output(const ForwardResult<T>& r, const Transformer<T>& model, const std::string& name) {
   auto require_present = [&](bool ok) {

@@ -1,10 +1,13 @@
 #pragma once
-// The architecture description of a checkpoint, read from a Hugging Face config.json. One struct covers
-// every family darkbert runs: BERT, RoBERTa, DistilBERT (post-LN encoders) and GPT-2 (pre-LN decoder);
-// the differences between them are fields here, not separate model classes.
-//
-//   auto config = darkbert::ModelConfig::from_json_file("bert-base-uncased/config.json");
-//   config.hidden_size;  // 768
+/// @file
+/// The architecture description of a checkpoint, read from a Hugging Face config.json. One struct covers
+/// every family darkbert runs: BERT, RoBERTa, DistilBERT (post-LN encoders) and GPT-2 (pre-LN decoder);
+/// the differences between them are fields here, not separate model classes.
+///
+/// @code
+/// auto config = darkbert::ModelConfig::from_json_file("bert-base-uncased/config.json");
+/// config.hidden_size;  // 768
+/// @endcode
 
 #include <filesystem>  // std::filesystem::path
 #include <utility>     // std::pair
@@ -33,37 +36,39 @@ inline const char* family_name(Family f) {
 
 struct ModelConfig {
   Family family = Family::bert;
-  std::string architecture;  // config "architectures"[0] if present, e.g. "BertForSequenceClassification"
+  std::string architecture;  ///< config "architectures"[0] if present, e.g. "BertForSequenceClassification"
   int vocab_size = 0;
   int hidden_size = 0;
   int num_layers = 0;
   int num_heads = 0;
   int intermediate_size = 0;
   int max_positions = 0;
-  int type_vocab_size = 0;       // 0 = the family has no token types (DistilBERT, GPT-2)
+  int type_vocab_size = 0;       ///< 0 = the family has no token types (DistilBERT, GPT-2)
   double layer_norm_eps = 1e-12;
   Activation activation = Activation::gelu_erf;
-  bool pre_layer_norm = false;   // GPT-2: LN before attention/MLP, final ln_f
-  bool causal = false;           // GPT-2: query i sees keys j <= i
-  bool scale_by_inverse_layer_idx = false;  // GPT-2 option: scores also divided by (layer + 1)
-  int pad_token_id = 0;          // -1 = none
-  std::vector<std::string> labels;  // id2label in id order (empty = no classification labels in config)
-  std::string problem_type;         // "regression", "single_label_classification", ... or empty
-  // Dropout probabilities of training (inference never drops): after the embeddings, on attention
-  // probabilities, on the attention and MLP outputs before each residual add, before the classifier.
+  bool pre_layer_norm = false;   ///< GPT-2: LN before attention/MLP, final ln_f
+  bool causal = false;           ///< GPT-2: query i sees keys j <= i
+  bool scale_by_inverse_layer_idx = false;  ///< GPT-2 option: scores also divided by (layer + 1)
+  int pad_token_id = 0;          ///< -1 = none
+  std::vector<std::string> labels;  ///< id2label in id order (empty = no classification labels in config)
+  std::string problem_type;         ///< "regression", "single_label_classification", ... or empty
+  /// Dropout probabilities of training (inference never drops): after the embeddings, on attention
+  /// probabilities, on the attention and MLP outputs before each residual add, before the classifier.
   double embedding_dropout = 0.1;
   double attention_dropout = 0.1;
   double hidden_dropout = 0.1;
-  double classifier_dropout = 0.1;  // GPT-2's `score` has none (0)
+  double classifier_dropout = 0.1;  ///< GPT-2's `score` has none (0)
 
   int head_dim() const { return hidden_size / num_heads; }
-  // RoBERTa numbers positions from pad_token_id + 1; everything else from 0.
+  /// RoBERTa numbers positions from pad_token_id + 1; everything else from 0.
   int position_offset() const { return family == Family::roberta ? pad_token_id + 1 : 0; }
-  // Longest input the position table admits.
+  /// Longest input the position table admits.
   int max_sequence_length() const { return max_positions - position_offset(); }
 
-  // A BERT-family shape (erf GELU, post-LN, 2 token types), e.g. for benchmarks and random models:
-  //   auto base = ModelConfig::bert_shape(12, 768, 12, 3072);
+  /// A BERT-family shape (erf GELU, post-LN, 2 token types), e.g. for benchmarks and random models:
+  /// @code
+  /// auto base = ModelConfig::bert_shape(12, 768, 12, 3072);
+  /// @endcode
   static ModelConfig bert_shape(int layers, int hidden, int heads, int intermediate, int vocab = 30522,
                                 int max_positions = 512) {
     ModelConfig c;
@@ -79,7 +84,7 @@ struct ModelConfig {
   }
 
   static ModelConfig from_json(const nlohmann::json& j, const std::string& source = "config.json");
-  // The Hugging Face config.json of this model (what from_json reads back).
+  /// The Hugging Face config.json of this model (what from_json reads back).
   nlohmann::json to_json() const;
   static ModelConfig from_json_file(const std::filesystem::path& path) {
     return from_json(read_json_file(path), path.string());

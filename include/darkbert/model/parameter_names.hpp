@@ -1,8 +1,9 @@
 #pragma once
-// Where each parameter lives in a Hugging Face checkpoint. `parameter_slots` lists, for every family,
-// the checkpoint name (without the base-model prefix), the shape stored there, and the memory it fills.
-// Loading reads through these slots; training will write gradients back through the same slots, under
-// the checkpoint's own names.
+/// @file
+/// Where each parameter lives in a Hugging Face checkpoint. `parameter_slots` lists, for every family,
+/// the checkpoint name (without the base-model prefix), the shape stored there, and the memory it fills.
+/// Loading reads through these slots; training will write gradients back through the same slots, under
+/// the checkpoint's own names.
 
 #include <cstdint>  // std::int64_t
 #include <string>   // std::string
@@ -15,13 +16,13 @@ namespace darkbert {
 
 template <class T>
 struct ParameterSlot {
-  std::string name;                 // canonical name, e.g. "encoder.layer.0.attention.self.query.weight"
-  std::vector<std::int64_t> shape;  // shape in the checkpoint
-  T* data = nullptr;                // destination, row-major
-  bool transposed = false;          // the checkpoint stores the transpose (GPT-2 Conv1D [in, out])
+  std::string name;                 ///< canonical name, e.g. "encoder.layer.0.attention.self.query.weight"
+  std::vector<std::int64_t> shape;  ///< shape in the checkpoint
+  T* data = nullptr;                ///< destination, row-major
+  bool transposed = false;          ///< the checkpoint stores the transpose (GPT-2 Conv1D [in, out])
 };
 
-// The base-model prefix a task checkpoint puts before the encoder names ("bert.embeddings...").
+/// The base-model prefix a task checkpoint puts before the encoder names ("bert.embeddings...").
 inline std::string base_prefix(Family family) {
   switch (family) {
     case Family::bert: return "bert.";
@@ -44,7 +45,7 @@ struct SlotList {
     slots.push_back({name, shape, m.data(), transposed});
   }
   void vector(const std::string& name, Vector<T>& v) { slots.push_back({name, {v.size()}, v.data(), false}); }
-  // A [rows, cols] block of a fused matrix starting at row `first_row` (the fused Q/K/V rows).
+  /// A [rows, cols] block of a fused matrix starting at row `first_row` (the fused Q/K/V rows).
   void rows(const std::string& name, Matrix<T>& m, Index first_row, Index count) {
     slots.push_back({name, {count, m.cols()}, m.data() + first_row * m.cols(), false});
   }
@@ -63,7 +64,7 @@ struct SlotList {
 
 }  // namespace detail
 
-// Every parameter slot of `params` for the given family, in checkpoint naming.
+/// Every parameter slot of `params` for the given family, in checkpoint naming.
 template <class T>
 std::vector<ParameterSlot<T>> parameter_slots(TransformerParams<T>& params, const ModelConfig& config) {
   detail::SlotList<T> s;
@@ -155,7 +156,7 @@ std::vector<ParameterSlot<T>> parameter_slots(TransformerParams<T>& params, cons
   return s.slots;
 }
 
-// Checkpoint entries that are not parameters (buffers) or are copies of tied weights; a loader skips them.
+/// Checkpoint entries that are not parameters (buffers) or are copies of tied weights; a loader skips them.
 inline bool is_ignored_tensor(const std::string& name, Family family) {
   auto ends_with = [&](const std::string& suffix) {
     return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;

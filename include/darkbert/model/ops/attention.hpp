@@ -1,26 +1,31 @@
 #pragma once
-// Multi-head scaled dot-product attention on a fused QKV activation, one (batch, head) pair at a time, so
-// heads are never copied apart: Q, K and V of head h are strided column blocks of qkv, and the head's
-// context is written straight into its column block of ctx.
-//
-// Shapes (N = B * L tokens, H = heads * d):
-//   qkv    [N, 3H]          rows b*L..b*L+L-1 belong to sequence b; columns [0,H) Q, [H,2H) K, [2H,3H) V
-//   scores [B, heads, L, L] pre-softmax after masking, then (in place) the attention pattern
-//   ctx    [N, H]           pattern · V, head h in columns [h*d, (h+1)*d)
-//
-// Masking follows Hugging Face exactly: a padding key gets the lowest finite score (HF adds finfo.min),
-// a future key of a causal model gets -inf. A query row whose keys are all padding therefore spreads
-// uniformly over them, as in HF.
-//
-// The two per-head products run on darkbert's AVX-512 tile kernel for float (scores: Q's rows against
-// K packed as 32-key panels; context: the pattern's rows against V's rows read in place, no packing) and
-// on Eigen otherwise (double, or the BLAS path of core/kernel_dispatch.hpp). They need a little
-// per-thread memory: AttentionScratch, prepared before the loop.
+/// @file
+/// Multi-head scaled dot-product attention on a fused QKV activation, one (batch, head) pair at a time, so
+/// heads are never copied apart: Q, K and V of head h are strided column blocks of qkv, and the head's
+/// context is written straight into its column block of ctx.
+///
+/// Shapes (N = B * L tokens, H = heads * d):
+/// @code
+/// qkv    [N, 3H]          rows b*L..b*L+L-1 belong to sequence b; columns [0,H) Q, [H,2H) K, [2H,3H) V
+/// scores [B, heads, L, L] pre-softmax after masking, then (in place) the attention pattern
+/// ctx    [N, H]           pattern · V, head h in columns [h*d, (h+1)*d)
+/// @endcode
+///
+/// Masking follows Hugging Face exactly: a padding key gets the lowest finite score (HF adds finfo.min),
+/// a future key of a causal model gets -inf. A query row whose keys are all padding therefore spreads
+/// uniformly over them, as in HF.
+///
+/// The two per-head products run on darkbert's AVX-512 tile kernel for float (scores: Q's rows against
+/// K packed as 32-key panels; context: the pattern's rows against V's rows read in place, no packing) and
+/// on Eigen otherwise (double, or the BLAS path of core/kernel_dispatch.hpp). They need a little
+/// per-thread memory: AttentionScratch, prepared before the loop.
 
 #include <omp.h>  // omp_get_thread_num
 
 #include <algorithm>    // std::min, std::max
-#include <cmath>        // std::exp
+#include <bit>          // std::bit_cast
+#include <cmath>        // std::exp, std::floor
+#include <cstdint>      // std::int32_t
 #include <limits>       // std::numeric_limits
 #include <type_traits>  // std::is_same_v
 #include <vector>
@@ -44,13 +49,13 @@ struct AttentionShape {
 
   Index hidden() const { return heads * head_dim; }
   Index map_size() const { return length * length; }
-  // Offset of the [L, L] map of (b, h) inside a [B, heads, L, L] buffer.
+  /// Offset of the [L, L] map of (b, h) inside a [B, heads, L, L] buffer.
   Index map_offset(Index b, Index h) const { return (b * heads + h) * map_size(); }
 };
 
-// Working memory of the float kernel path, one slice per thread: K of one head packed as panels, and
-// spare rows for a partial last tile. prepare(shape, threads) before a parallel loop that runs with
-// num_threads(threads); for_thread() inside it (it cannot fail there, so nothing throws inside the region).
+/// Working memory of the float kernel path, one slice per thread: K of one head packed as panels, and
+/// spare rows for a partial last tile. prepare(shape, threads) before a parallel loop that runs with
+/// num_threads(threads); for_thread() inside it (it cannot fail there, so nothing throws inside the region).
 struct AttentionScratch {
   std::vector<float, AlignedAllocator<float>> buffer;
   Index per_thread = 0, panel_floats = 0;
@@ -73,8 +78,8 @@ template <class T>
 using MutableStridedMatrix = Eigen::Map<Matrix<T>, 0, Eigen::OuterStride<>>;
 
 #if DARKBERT_HAS_AVX512_KERNEL
-// S [L, L] (row stride L) = Q Kᵀ for one head on the tile kernel: Q's rows against K packed as 32-key
-// panels. q, k: the head's first element in qkv, row stride ld; `work` is this thread's scratch slice.
+/// S [L, L] (row stride L) = Q Kᵀ for one head on the tile kernel: Q's rows against K packed as 32-key
+/// panels. q, k: the head's first element in qkv, row stride ld; `work` is this thread's scratch slice.
 DARKBERT_AVX512_TARGET inline void scores_by_tile(const float* q, const float* k, float* S, Index L, Index d, Index ld,
                                                   float* work, Index panel_floats) {
   using namespace darkbert::detail::avx512;
@@ -92,7 +97,7 @@ DARKBERT_AVX512_TARGET inline void scores_by_tile(const float* q, const float* k
   }
 }
 
-// c [L, d] (row stride H) = P [L, L] · V [L, d] (row stride 3H, read in place) on the tile kernel.
+/// c [L, d] (row stride H) = P [L, L] · V [L, d] (row stride 3H, read in place) on the tile kernel.
 DARKBERT_AVX512_TARGET inline void context_by_tile(const float* P, const float* v, float* c, Index L, Index d, Index H,
                                                    float* spare) {
   using namespace darkbert::detail::avx512;
@@ -106,15 +111,15 @@ DARKBERT_AVX512_TARGET inline void context_by_tile(const float* P, const float* 
 }
 #endif
 
-// Whether the per-head products of T run on the tile kernel in this process.
+/// Whether the per-head products of T run on the tile kernel in this process.
 template <class T>
 bool attention_on_tile() {
   return DARKBERT_HAS_AVX512_KERNEL && xwt_kernel_available<T>();
 }
 }  // namespace detail
 
-// Sum of v[0..n) in an order fixed by the indices alone (element j goes to partial sum j % 16, and the
-// 16 partial sums are added pairwise), so it vectorises and yet never depends on the buffer's alignment.
+/// Sum of v[0..n) in an order fixed by the indices alone (element j goes to partial sum j % 16, and the
+/// 16 partial sums are added pairwise), so it vectorises and yet never depends on the buffer's alignment.
 template <class T>
 T fixed_order_sum(const T* v, Index n) {
   constexpr Index lanes = 16;
@@ -129,8 +134,8 @@ T fixed_order_sum(const T* v, Index n) {
   return partial[0];
 }
 
-// scores[b, h] = scale · Q_bh K_bhᵀ, then the padding and causal masks.
-// key_mask [B, L]: 1 = real token, 0 = padding.
+/// scores[b, h] = scale · Q_bh K_bhᵀ, then the padding and causal masks.
+/// key_mask [B, L]: 1 = real token, 0 = padding.
 template <class T>
 void attention_scores(const T* qkv, const int* key_mask, T* scores, const AttentionShape& s, Index b, Index h,
                       T scale, AttentionScratch& scratch) {
@@ -160,11 +165,63 @@ void attention_scores(const T* qkv, const int* key_mask, T* scores, const Attent
   }
 }
 
-// In-place row softmax of the masked scores of (b, h). Future keys of a causal row are exactly 0.
+namespace detail {
+/// exp(x) for float as plain arithmetic, so a loop of it vectorises for whatever target it is compiled
+/// for: Eigen's own float algorithm (Cephes: x = m ln 2 + r, a degree-5 polynomial in r, times 2^m; the
+/// argument clamped to ±88.723, and for x below that the result is kept at 2^m·exp(r) ≈ 3e-39 as Eigen's is).
+inline float exp_cephes(float x_in) {
+  const float x = std::min(88.723f, std::max(-88.723f, x_in));
+  const float m = std::floor(x * 1.44269504088896341f + 0.5f);
+  float r = m * -0.693359375f + x;
+  r = m * 2.12194440e-4f + r;
+  const float r2 = r * r, r3 = r2 * r;
+  float y = 1.9875691500E-4f * r + 1.3981999507E-3f;
+  float y1 = 4.1665795894E-2f * r + 1.6666665459E-1f;
+  const float y2 = r + 1.0f;
+  y = y * r + 8.3334519073E-3f;
+  y1 = y1 * r + 5.0000001201E-1f;
+  y = y * r3 + y1;
+  y = y * r2 + y2;
+  // 2^m for m in [-128, 128] as two factors 2^(m/2) that are each normal floats.
+  const std::int32_t e = static_cast<std::int32_t>(m);
+  const std::int32_t e1 = e >> 1, e2 = e - e1;
+  const float p1 = std::bit_cast<float>((e1 + 127) << 23), p2 = std::bit_cast<float>((e2 + 127) << 23);
+  return std::max(y * p1 * p2, x_in);
+}
+
+#if DARKBERT_HAS_AVX512_KERNEL
+/// One row's softmax over its first `visible` entries on the avx512 path (core/kernel_dispatch.hpp): the
+/// same steps as attention_softmax, vectorised for AVX-512 whatever flags the consumer compiled with.
+DARKBERT_AVX512_TARGET inline void softmax_row_avx512(float* row, Index visible) {
+  float max = row[0];
+#pragma omp simd reduction(max : max)
+  for (Index j = 1; j < visible; ++j) max = row[j] > max ? row[j] : max;
+#pragma omp simd
+  for (Index j = 0; j < visible; ++j) row[j] = exp_cephes(row[j] - max);
+  const float inverse = 1.0f / fixed_order_sum(row, visible);
+#pragma omp simd
+  for (Index j = 0; j < visible; ++j) row[j] *= inverse;
+}
+#endif
+}  // namespace detail
+
+/// In-place row softmax of the masked scores of (b, h). Future keys of a causal row are exactly 0.
 template <class T>
 void attention_softmax(T* scores, const AttentionShape& s, Index b, Index h) {
   const Index L = s.length;
   T* map = scores + s.map_offset(b, h);
+#if DARKBERT_HAS_AVX512_KERNEL
+  if constexpr (std::is_same_v<T, float>) {
+    if (kernel_path() == KernelPath::avx512) {
+      for (Index i = 0; i < L; ++i) {
+        const Index visible = s.causal ? i + 1 : L;
+        detail::softmax_row_avx512(map + i * L, visible);
+        std::fill(map + i * L + visible, map + (i + 1) * L, 0.0f);
+      }
+      return;
+    }
+  }
+#endif
   for (Index i = 0; i < L; ++i) {
     T* row = map + i * L;
     const Index visible = s.causal ? i + 1 : L;  // entries beyond are -inf -> 0
@@ -178,8 +235,8 @@ void attention_softmax(T* scores, const AttentionShape& s, Index b, Index h) {
   }
 }
 
-// ctx[b rows, head h columns] = P · V_bh for an [L, L] map P of (b, h): its pattern, or a dropped-out
-// copy of it during training.
+/// ctx[b rows, head h columns] = P · V_bh for an [L, L] map P of (b, h): its pattern, or a dropped-out
+/// copy of it during training.
 template <class T>
 void attention_context_from(const T* qkv, const T* P, T* ctx, const AttentionShape& s, Index b, Index h,
                             AttentionScratch& scratch) {
@@ -199,23 +256,25 @@ void attention_context_from(const T* qkv, const T* P, T* ctx, const AttentionSha
   }
 }
 
-// ctx[b rows, head h columns] = pattern_bh · V_bh.
+/// ctx[b rows, head h columns] = pattern_bh · V_bh.
 template <class T>
 void attention_context(const T* qkv, const T* pattern, T* ctx, const AttentionShape& s, Index b, Index h,
                        AttentionScratch& scratch) {
   attention_context_from(qkv, pattern + s.map_offset(b, h), ctx, s, b, h, scratch);
 }
 
-// Backward of one (b, h) pair. P is the pattern that multiplied V (after masking policies, before
-// attention dropout, whose mask `drop` is regenerated: element (i, j) of the pair has index
-// drop_first + i·L + j). dctx [N, H] is the gradient of the context; dQ, dK, dV of (b, h) are written
-// into their own rows and columns of dqkv [N, 3H], so pairs run in parallel without conflicts.
-//   Pd = drop(P);  dV = Pdᵀ dC;  dP = drop(dC Vᵀ)
-//   dS = P ⊙ (dP - rowsum(dP ⊙ P))      softmax backward; masked keys have P = 0 and get nothing
-//   dQ = scale · dS K;  dK = scale · dSᵀ Q
-// When `through_scores` is false (a masking policy replaced the pattern, e.g. a disabled head) the
-// pattern does not depend on Q and K: dQ = dK = 0 and only V gets a gradient.
-// work: 2·L·L elements of this thread's scratch.
+/// Backward of one (b, h) pair. P is the pattern that multiplied V (after masking policies, before
+/// attention dropout, whose mask `drop` is regenerated: element (i, j) of the pair has index
+/// drop_first + i·L + j). dctx [N, H] is the gradient of the context; dQ, dK, dV of (b, h) are written
+/// into their own rows and columns of dqkv [N, 3H], so pairs run in parallel without conflicts.
+/// @code
+/// Pd = drop(P);  dV = Pdᵀ dC;  dP = drop(dC Vᵀ)
+/// dS = P ⊙ (dP - rowsum(dP ⊙ P))      softmax backward; masked keys have P = 0 and get nothing
+/// dQ = scale · dS K;  dK = scale · dSᵀ Q
+/// @endcode
+/// When `through_scores` is false (a masking policy replaced the pattern, e.g. a disabled head) the
+/// pattern does not depend on Q and K: dQ = dK = 0 and only V gets a gradient.
+/// work: 2·L·L elements of this thread's scratch.
 template <class T>
 void attention_backward(const T* qkv, const T* P, const T* dctx, T* dqkv, const AttentionShape& s, Index b, Index h,
                         T scale, bool through_scores, const DropoutMask& drop, Index drop_first, T* work) {

@@ -1,10 +1,13 @@
 #pragma once
-// LayerNorm over the feature axis, optionally fused with the residual add that precedes it, and its
-// backward:
-//   sum = x + residual          (kept when `sum_out` is given: the pre-LN residual stream)
-//   out = (sum - mean) / sqrt(var + eps) * weight + bias
-// Shapes: x, residual, sum_out, out are [rows, cols] row-major; weight, bias [cols]; the statistics a
-// training pass saves are [rows] (mean, then 1 / sqrt(var + eps)).
+/// @file
+/// LayerNorm over the feature axis, optionally fused with the residual add that precedes it, and its
+/// backward:
+/// @code
+/// sum = x + residual          (kept when `sum_out` is given: the pre-LN residual stream)
+/// out = (sum - mean) / sqrt(var + eps) * weight + bias
+/// @endcode
+/// Shapes: x, residual, sum_out, out are [rows, cols] row-major; weight, bias [cols]; the statistics a
+/// training pass saves are [rows] (mean, then 1 / sqrt(var + eps)).
 
 #include <omp.h>  // omp_in_parallel
 
@@ -16,7 +19,7 @@
 
 namespace darkbert::ops {
 
-// Per-row statistics saved by a training forward: mean[rows], rstd[rows] (may be null: not saved).
+/// Per-row statistics saved by a training forward: mean[rows], rstd[rows] (may be null: not saved).
 template <class T>
 struct NormStats {
   T* mean = nullptr;
@@ -68,11 +71,13 @@ void layer_norm_forward(const T* x, T* out, Index rows, Index cols, const LayerN
   add_layer_norm_forward<T>(x, nullptr, nullptr, out, rows, cols, ln, eps, stats);
 }
 
-// Backward of out = LN(x) with x̂ = (x - mean) · rstd, given x and the saved statistics:
-//   dx     = rstd · (g - mean(g) - x̂ · mean(g · x̂)),  g = dy · weight     (dx += when accumulate)
-//   dweight += Σ_rows dy · x̂,   dbias += Σ_rows dy                          (grad may be null: frozen)
-// dx may alias dy. The parameter sums run over column blocks with rows in increasing order, so they do
-// not depend on the thread count.
+/// Backward of out = LN(x) with x̂ = (x - mean) · rstd, given x and the saved statistics:
+/// @code
+/// dx     = rstd · (g - mean(g) - x̂ · mean(g · x̂)),  g = dy · weight     (dx += when accumulate)
+/// dweight += Σ_rows dy · x̂,   dbias += Σ_rows dy                          (grad may be null: frozen)
+/// @endcode
+/// dx may alias dy. The parameter sums run over column blocks with rows in increasing order, so they do
+/// not depend on the thread count.
 template <class T>
 void layer_norm_backward_raw(const T* x, NormStats<T> stats, const T* dy, Index rows, Index cols, const T* w, T* dw,
                              T* db, T* dx, bool accumulate = false) {
