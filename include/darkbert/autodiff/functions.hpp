@@ -36,6 +36,7 @@ template <class T>
 Var<T> parameter(Tape<T>& tape, Matrix<T>& value, Matrix<T>* grad) {
   return tape.external(value.data(), {value.rows(), value.cols()}, grad ? grad->data() : nullptr);
 }
+/// A vector parameter on the tape (its gradient, if given, accumulates into `grad`).
 template <class T>
 Var<T> parameter(Tape<T>& tape, Vector<T>& value, Vector<T>* grad) {
   return tape.external(value.data(), {value.size()}, grad ? grad->data() : nullptr);
@@ -239,8 +240,12 @@ Var<T> mse(Tape<T>& tape, const Var<T>& x, const T* target) {
 // ------------------------------------------------------------------ 2-d convolution and pooling
 // For the §3.1 classifier of attention-map images. Tensors are [B, C, height, width].
 
+/// Stride and zero padding of a 2-d convolution.
 struct Conv2dShape {
+  /// @{
+  /// stride, and zero padding on every side
   Index stride = 1, padding = 0;
+  /// @}
 };
 
 /// y = conv(x, w) + b:  x [B, C, Hi, Wi], w [O, C, kh, kw], b [O] -> y [B, O, Ho, Wo],
@@ -293,6 +298,7 @@ Var<T> conv2d(Tape<T>& tape, const Var<T>& x, const Var<T>& w, const Var<T>& b, 
   return y;
 }
 
+/// The pooling of pool2d.
 enum class Pooling { max, average };
 
 /// Non-overlapping or strided pooling over k × k windows (no padding): x [B, C, Hi, Wi] -> [B, C, Ho, Wo].

@@ -36,29 +36,35 @@
 
 namespace darkbert::autodiff {
 
+/// The tape a Var lives on (defined below).
 template <class T>
 class Tape;
 
 /// A shape of rank 0..4 (rank 0 = scalar).
 struct Shape {
-  int rank = 0;
-  std::array<Index, 4> dims{};
+  int rank = 0;  ///<  number of dimensions used
+  std::array<Index, 4> dims{};  ///<  extent of each used dimension
 
   Shape() = default;
+  /// `Shape{B, L, H}`.
   Shape(std::initializer_list<Index> d) : rank(static_cast<int>(d.size())) {
     if (d.size() > 4) fail("autodiff::Shape: rank ", d.size(), " > 4");
     int i = 0;
     for (Index v : d) dims[i++] = v;
   }
+  /// Number of elements.
   Index size() const {
     Index n = 1;
     for (int i = 0; i < rank; ++i) n *= dims[i];
     return n;
   }
+  /// Extent of dimension i.
   Index operator[](int i) const { return dims[i]; }
   /// [rows, cols] of the row-major matrix this shape flattens to (last axis = columns).
   Index cols() const { return rank == 0 ? 1 : dims[rank - 1]; }
+  /// All but the last dimension, flattened.
   Index rows() const { return cols() == 0 ? 0 : size() / cols(); }
+  /// Same rank and extents.
   friend bool operator==(const Shape& a, const Shape& b) {
     if (a.rank != b.rank) return false;
     for (int i = 0; i < a.rank; ++i)
@@ -72,18 +78,28 @@ template <class T>
 class Var {
  public:
   Var() = default;
+  /// Entry `id` of `tape` (the tape makes Vars).
   Var(Tape<T>* tape, int id) : tape_(tape), id_(id) {}
 
+  /// Whether the Var refers to a tape entry.
   bool valid() const { return tape_ != nullptr; }
+  /// The values.
   T* value() const { return entry().value; }
+  /// The gradient (null when nothing needs it).
   T* grad() const { return entry().grad; }
+  /// The shape.
   const Shape& shape() const { return entry().shape; }
+  /// Number of elements.
   Index size() const { return shape().size(); }
+  /// Rows when viewed as a matrix.
   Index rows() const { return shape().rows(); }
+  /// Columns when viewed as a matrix (the last dimension).
   Index cols() const { return shape().cols(); }
+  /// The tape it lives on.
   Tape<T>& tape() const { return *tape_; }
   /// The value as a row-major [rows, cols] matrix.
   MatrixMap<T> matrix() const { return MatrixMap<T>(value(), rows(), cols()); }
+  /// The gradient as a [rows, cols] matrix.
   MatrixMap<T> grad_matrix() const { return MatrixMap<T>(grad(), rows(), cols()); }
 
  private:
@@ -134,13 +150,21 @@ class InlineFunction {
 
 }  // namespace detail
 
+/// micrograd's tape on whole tensors: records each differentiable function with its backward closure.
+/// @code
+/// darkbert::autodiff::Tape<float> tape;
+/// auto loss = darkbert::autodiff::mse(tape, prediction, target);
+/// tape.backward(loss);   // gradients land in the parameters' gradient buffers
+/// tape.reset();          // next step reuses the arena
+/// @endcode
 template <class T>
 class Tape {
  public:
+  /// Where a Var's values and gradient live.
   struct Entry {
-    T* value = nullptr;
-    T* grad = nullptr;
-    Shape shape;
+    T* value = nullptr;  ///<  the values
+    T* grad = nullptr;  ///<  the gradient, or null
+    Shape shape;  ///<  the shape
   };
 
   Tape() = default;
@@ -177,6 +201,7 @@ class Tape {
   /// A tape that does not record runs the functions as plain inference: Vars get no gradient and no
   /// node is kept. Recording is on by default.
   bool recording() const { return recording_; }
+  /// Turns recording on or off.
   void set_recording(bool on) { recording_ = on; }
 
   /// Packed-activation memory for the linear layers recorded on this tape.
@@ -197,6 +222,7 @@ class Tape {
     next_buffer_ = 0;
   }
 
+  /// Recorded nodes (functions with a backward).
   std::size_t nodes() const { return nodes_.size(); }
   /// Bytes the arena holds (for memory reports).
   std::size_t arena_bytes() const {
@@ -204,6 +230,7 @@ class Tape {
     for (const auto& b : buffers_) n += b.size() * sizeof(T);
     return n;
   }
+  /// Entry `id`.
   const Entry& entry(int id) const { return entries_[static_cast<std::size_t>(id)]; }
 
  private:

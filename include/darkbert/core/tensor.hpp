@@ -1,6 +1,6 @@
 #pragma once
 /// @file
-/// darkbert::Tensor<T, N>: an xtensor container (all of xtensor's functions apply) whose storage is
+/// `darkbert::Tensor<T, N>`: an xtensor container (all of xtensor's functions apply) whose storage is
 /// 64-byte aligned. Alignment matters for reproducibility: vectorised reductions peel a different number
 /// of leading elements at a different alignment, which changes rounding. With every buffer aligned the
 /// same way, the same input gives bit-identical output on every run.
@@ -47,7 +47,7 @@ struct AlignedAllocator {
   /// The same allocator for elements of type U.
   template <class U>
   struct rebind {
-    using other = AlignedAllocator<U>;  ///<  AlignedAllocator<U>
+    using other = AlignedAllocator<U>;  ///<  the allocator for U
   };
 };
 

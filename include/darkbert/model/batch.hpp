@@ -16,15 +16,19 @@
 
 namespace darkbert {
 
+/// A padded batch of token ids as the model consumes it (see the top of this header).
 struct Batch {
-  Index batch_size = 0;
-  Index length = 0;
+  Index batch_size = 0;  ///<  B
+  Index length = 0;  ///<  L, the padded length
   std::vector<int> input_ids;       ///< [B * L]
   std::vector<int> attention_mask;  ///< [B * L], 1 = real token, 0 = padding (empty = all real)
   std::vector<int> token_type_ids;  ///< [B * L] (empty = all 0)
 
+  /// B·L.
   Index tokens() const { return batch_size * length; }
+  /// The id of token i of sequence b.
   int id(Index b, Index i) const { return input_ids[static_cast<std::size_t>(b * length + i)]; }
+  /// 1 when token i of sequence b is real, 0 when it is padding.
   int mask(Index b, Index i) const {
     return attention_mask.empty() ? 1 : attention_mask[static_cast<std::size_t>(b * length + i)];
   }

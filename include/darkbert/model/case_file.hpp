@@ -31,15 +31,17 @@
 
 namespace darkbert {
 
+/// A head a case disables, and how.
 struct DisabledHead {
-  HeadRef head;
-  std::string policy = "uniform";
+  HeadRef head;  ///<  which head (or layer)
+  std::string policy = "uniform";  ///<  the masking policy; the format defines "uniform"
 };
 
+/// One case of a cases file: a batch, the heads to disable and the expected outputs.
 struct Case {
-  std::string name;
-  Batch batch;
-  std::vector<DisabledHead> disable;
+  std::string name;  ///<  e.g. "single_padded"
+  Batch batch;  ///<  the inputs
+  std::vector<DisabledHead> disable;  ///<  heads to disable
   std::map<std::string, std::filesystem::path> outputs;  ///< output name -> expected .npy (absolute)
   nlohmann::json raw;                                      ///< the whole case, for fields like labels
 
@@ -54,13 +56,19 @@ struct Case {
   }
 };
 
+/// A golden cases file (`darkbert-golden-cases/1`).
+/// @code
+/// auto cases = darkbert::CaseFile::read("../shared/golden/cases/bert_model.json");
+/// auto model = darkbert::Transformer<float>::load(cases.model_dir);
+/// @endcode
 struct CaseFile {
-  std::filesystem::path path;
-  std::filesystem::path model_dir;
-  std::string family;
-  std::string architecture;
-  std::vector<Case> cases;
+  std::filesystem::path path;  ///<  the file
+  std::filesystem::path model_dir;  ///<  the checkpoint folder it names (absolute)
+  std::string family;  ///<  "bert", "roberta", "distilbert" or "gpt2"
+  std::string architecture;  ///<  e.g. "BertModel"
+  std::vector<Case> cases;  ///<  in file order
 
+  /// Reads and validates a cases file; errors name the file and the case.
   static CaseFile read(const std::filesystem::path& path) {
     const auto json = read_json_file(path);
     const std::string file = path.string();

@@ -14,6 +14,7 @@
 
 namespace darkbert {
 
+/// One parameter tensor as the checkpoint names it, and where its values live in the model.
 template <class T>
 struct ParameterSlot {
   std::string name;                 ///< canonical name, e.g. "encoder.layer.0.attention.self.query.weight"

@@ -18,11 +18,12 @@
 
 namespace darkbert {
 
+/// Which task heads a model has (for Transformer::random and init): `{.classifier_labels = 2}`.
 struct TaskHeads {
-  bool pooler = false;
+  bool pooler = false;  ///<  BERT/RoBERTa pooler
   int classifier_labels = 0;  ///< 0 = no classifier; 1 = regression
-  bool masked_lm = false;
-  bool next_sentence = false;
+  bool masked_lm = false;  ///<  masked-LM head
+  bool next_sentence = false;  ///<  BERT next-sentence head
   bool causal_lm = false;     ///< GPT-2 LM head (tied to wte, no tensor of its own)
 
   /// The heads a Hugging Face architecture name implies; a classifier gets config.labels.size() outputs

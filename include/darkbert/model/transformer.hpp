@@ -55,6 +55,7 @@
 
 namespace darkbert {
 
+/// What a forward pass keeps and computes, and what acts on it: `model.forward(batch, {.hooks = &hooks})`.
 template <class T>
 struct ForwardOptions {
   bool keep_hidden_states = true;  ///< hidden_states [layers+1, B, L, H]
@@ -64,15 +65,15 @@ struct ForwardOptions {
   /// Compute MLM / LM logits only at these (batch, position) pairs, into `selected_logits` [P, V]
   /// (pretraining needs only the masked positions). Empty = all positions (if token_logits).
   std::vector<std::pair<Index, Index>> logit_positions;
-  const HookRegistry<T>* hooks = nullptr;
-  const MaskingPolicies<T>* policies = nullptr;
+  const HookRegistry<T>* hooks = nullptr;  ///<  hooks to fire; null = none
+  const MaskingPolicies<T>* policies = nullptr;  ///<  masking policies; null = none
   /// Prefix caching: start at block `start_layer` from the residual stream `start_hidden` [B, L, H]
   /// entering it (e.g. hidden_states[start_layer] of an earlier run of the same batch). Blocks below are
   /// not run; their hidden states and attentions are left zero in the result. (For GPT-2 the last listed
   /// hidden state is after ln_f, so resuming at start_layer == num_layers needs the raw block output.)
   /// start_hidden may point into the result that receives this run (it is read before anything is written).
   int start_layer = 0;
-  const T* start_hidden = nullptr;
+  const T* start_hidden = nullptr;  ///<  the residual stream entering start_layer (see start_layer)
   /// Training: record onto a tape, with dropout (model/training_pass.hpp). Null = inference.
   const TrainingPass<T>* training = nullptr;
 };
@@ -166,6 +167,7 @@ struct OutputVars {
   autodiff::Var<T> next_sentence_logits;  ///< [B, 2]
 };
 
+/// The outputs of a forward pass (empty tensors for what was not asked for).
 template <class T>
 struct ForwardResult {
   Tensor<T, 4> hidden_states;      ///< [layers+1, B, L, H]; [0] = embeddings; GPT-2: last after ln_f
@@ -184,11 +186,18 @@ struct ForwardResult {
   detail::ForwardScratch<T> scratch;  ///< reused by forward_into; not part of the results
 };
 
+/// The one model of every family: load a checkpoint, run forward passes (with hooks and policies), train.
+/// @code
+/// auto model = darkbert::Transformer<float>::load("bert-base-uncased/");
+/// auto out = model.forward(batch);   // out.attentions [layers, B, heads, L, L]
+/// @endcode
 template <class T>
 class Transformer {
  public:
+  /// float or double.
   using Scalar = T;
 
+  /// A model from a config and its parameters (validated against each other).
   Transformer(ModelConfig config, TransformerParams<T> params)
       : config_(std::move(config)), params_(std::move(params)) {}
 
@@ -202,8 +211,11 @@ class Transformer {
   /// A model of the given shape with seeded random weights (N(0, 0.02); LayerNorm 1 and 0).
   static Transformer random(const ModelConfig& config, const TaskHeads& heads, std::uint64_t seed);
 
+  /// The configuration.
   const ModelConfig& config() const { return config_; }
+  /// The parameters.
   const TransformerParams<T>& params() const { return params_; }
+  /// The parameters, for training or editing.
   TransformerParams<T>& params() { return params_; }
   /// Checkpoint tensors the model did not use (extra heads, unknown entries), for the caller to report.
   const std::vector<std::string>& unused_tensors() const { return unused_; }
@@ -212,6 +224,7 @@ class Transformer {
   /// A parameter set of this model's shapes, all zero: where a training pass accumulates gradients.
   TransformerParams<T> zero_gradients() const;
 
+  /// Runs the forward pass; throws darkbert::error naming the problem for a malformed batch.
   ForwardResult<T> forward(const Batch& batch, const ForwardOptions<T>& options = {}) const {
     ForwardResult<T> result;
     forward_into(batch, options, result);

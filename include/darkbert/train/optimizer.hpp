@@ -28,13 +28,15 @@
 
 namespace darkbert {
 
+/// AdamW hyper-parameters (Hugging Face's defaults for BERT).
 struct AdamWOptions {
-  double beta1 = 0.9;
-  double beta2 = 0.999;
+  double beta1 = 0.9;  ///<  decay of the first moment
+  double beta2 = 0.999;  ///<  decay of the second moment
   double epsilon = 1e-6;  ///< BERT's AdamW
-  double weight_decay = 0.01;
+  double weight_decay = 0.01;  ///<  decoupled decay of matrices (never biases or LayerNorm)
 };
 
+/// Options of one optimizer step.
 struct StepOptions {
   double max_grad_norm = 1.0;  ///< clip the global gradient norm to this (<= 0: no clipping)
   int micro_batches = 1;       ///< gradients summed over this many micro-batches are averaged
@@ -42,9 +44,9 @@ struct StepOptions {
 
 /// Linear warm-up to `peak` over warmup_steps, then linear decay to 0 at total_steps.
 struct LinearSchedule {
-  double peak = 2e-5;
-  std::int64_t warmup_steps = 0;
-  std::int64_t total_steps = 1;
+  double peak = 2e-5;  ///<  the learning rate after warm-up
+  std::int64_t warmup_steps = 0;  ///<  steps of linear warm-up
+  std::int64_t total_steps = 1;  ///<  the step at which the rate reaches 0
 
   /// As Hugging Face's get_linear_schedule_with_warmup: the update at step s (from 0) uses
   /// peak · s / warmup during warm-up, then peak · (total - s) / (total - warmup).
@@ -55,9 +57,16 @@ struct LinearSchedule {
   }
 };
 
+/// AdamW with decoupled weight decay, global-norm clipping and micro-batch accumulation.
+/// @code
+/// darkbert::AdamW<float> optimizer(model, {.weight_decay = 0.01});
+/// optimizer.step(grads, schedule(step), {.max_grad_norm = 1.0});
+/// optimizer.zero_grad(grads);
+/// @endcode
 template <class T>
 class AdamW {
  public:
+  /// An optimizer of `model`'s parameters (kept by reference; zero moments).
   AdamW(Transformer<T>& model, AdamWOptions options = {}) : model_(model), options_(options) {
     // The parameters never move, so their slots are walked once; so are a gradient set's (grad_slots).
     for (const auto& slot : parameter_slots(model.params(), model.config())) {
@@ -116,10 +125,13 @@ class AdamW {
     return norm;
   }
 
+  /// Steps taken.
   std::int64_t steps() const { return steps_; }
   /// The moment estimates, for checkpointing and resuming (same order as parameter_slots).
   std::vector<T>& first_moments() { return m_; }
+  /// The second-moment estimates (same order as first_moments).
   std::vector<T>& second_moments() { return v_; }
+  /// Sets the step count (when resuming).
   void set_steps(std::int64_t steps) { steps_ = steps; }
 
  private:

@@ -24,23 +24,24 @@
 
 namespace darkbert {
 
+/// The labels of a batch for the model's task head(s); fill the fields the model's heads need.
 struct TaskLabels {
   std::vector<int> classes;        ///< [B]    sequence classification
   std::vector<double> values;      ///< [B]    regression (a model with one label)
   std::vector<int> tokens;         ///< [B·L]  masked / causal LM targets, ops::ignore_index = ignored; for a
-                                   /// @code
-                                   /// causal LM tokens[b, i] is the token at i (the shift is done here)
-                                   /// @endcode
+                                   ///< causal LM tokens[b, i] is the token at i (the shift is done here)
   std::vector<int> next_sentence;  ///< [B]    BERT NSP: 0 = B follows A, 1 = random
 };
 
 /// Targets converted for the loss functions, kept until backward has run (the tape points at them).
 template <class T>
 struct LossTargets {
-  std::vector<int> classes;
-  std::vector<T> values;
+  std::vector<int> classes;  ///<  class per row, converted for cross-entropy
+  std::vector<T> values;  ///<  target per row, converted for MSE
 };
 
+/// The loss of the model's task as Hugging Face computes it (cross-entropy, MSE, MLM + NSP or shifted
+/// causal LM), recorded on `tape`; `targets` must outlive tape.backward.
 template <class T>
 autodiff::Var<T> task_loss(autodiff::Tape<T>& tape, const Transformer<T>& model, const Batch& batch,
                            const ForwardResult<T>& result, const TaskLabels& labels, LossTargets<T>& targets) {

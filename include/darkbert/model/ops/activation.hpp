@@ -21,6 +21,7 @@
 
 namespace darkbert {
 
+/// An element-wise activation (see the top of this header): config hidden_act, fused epilogues, heads.
 enum class Activation { none, gelu_erf, gelu_tanh, relu, tanh };
 
 }  // namespace darkbert
@@ -46,16 +47,21 @@ inline float erf_rational(float x) {
   return x * p / q;
 }
 
+/// erf: the rational fit for float, std::erf for double.
 template <class T>
 inline T erf_of(T x) {
   if constexpr (std::is_same_v<T, float>) return erf_rational(x);
   else return std::erf(x);
 }
 
+/// 1 / sqrt(2)
 inline constexpr double kSqrtHalf = 0.70710678118654752440;       // 1 / sqrt(2)
+/// sqrt(2 / pi)
 inline constexpr double kSqrtTwoOverPi = 0.79788456080286535588;  // sqrt(2 / pi)
+/// 1 / sqrt(2 pi)
 inline constexpr double kInvSqrtTwoPi = 0.39894228040143267794;   // 1 / sqrt(2 pi)
 
+/// 0.5 x (1 + erf(x / sqrt 2)).
 template <class T>
 inline T gelu_erf(T x) {
   return T(0.5) * x * (T(1) + erf_of(x * T(kSqrtHalf)));
@@ -66,10 +72,12 @@ inline T gelu_erf_derivative(T x) {
   return T(0.5) * (T(1) + erf_of(x * T(kSqrtHalf))) + x * T(kInvSqrtTwoPi) * std::exp(T(-0.5) * x * x);
 }
 
+/// 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x³))).
 template <class T>
 inline T gelu_tanh(T x) {
   return T(0.5) * x * (T(1) + std::tanh(T(kSqrtTwoOverPi) * (x + T(0.044715) * x * x * x)));
 }
+/// d/dx gelu_tanh.
 template <class T>
 inline T gelu_tanh_derivative(T x) {
   const T t = std::tanh(T(kSqrtTwoOverPi) * (x + T(0.044715) * x * x * x));
@@ -125,6 +133,7 @@ void bias_epilogue(T* x, const T* bias, Index n, Activation f, T* pre = nullptr)
   }
 }
 
+/// x[i] = f(x[i]) for i < n.
 template <class T>
 void activate(T* x, Index n, Activation f) {
   bias_epilogue<T>(x, nullptr, n, f);

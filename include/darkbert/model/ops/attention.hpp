@@ -43,11 +43,17 @@
 
 namespace darkbert::ops {
 
+/// The shape of one attention call (see the top of this header).
 struct AttentionShape {
+  /// @{
+  /// B, L, heads and d
   Index batch = 0, length = 0, heads = 0, head_dim = 0;
-  bool causal = false;
+  /// @}
+  bool causal = false;  ///<  whether query i sees only keys j <= i
 
+  /// H = heads · d.
   Index hidden() const { return heads * head_dim; }
+  /// L·L, the size of one map.
   Index map_size() const { return length * length; }
   /// Offset of the [L, L] map of (b, h) inside a [B, heads, L, L] buffer.
   Index map_offset(Index b, Index h) const { return (b * heads + h) * map_size(); }
@@ -57,9 +63,13 @@ struct AttentionShape {
 /// spare rows for a partial last tile. prepare(shape, threads) before a parallel loop that runs with
 /// num_threads(threads); for_thread() inside it (it cannot fail there, so nothing throws inside the region).
 struct AttentionScratch {
-  std::vector<float, AlignedAllocator<float>> buffer;
+  std::vector<float, AlignedAllocator<float>> buffer;  ///<  every thread's slice
+  /// @{
+  /// floats per thread, and of those the packed K panels
   Index per_thread = 0, panel_floats = 0;
+  /// @}
 
+  /// Sizes the buffer for `threads` threads on shape `s`.
   void prepare(const AttentionShape& s, int threads) {
     constexpr Index tile_rows = 12, tile_columns = 32;  // the kernel's register tile
     const Index panels = (s.length + tile_columns - 1) / tile_columns;
@@ -68,6 +78,7 @@ struct AttentionScratch {
     const auto total = static_cast<std::size_t>(per_thread * threads);
     if (buffer.size() < total) buffer.resize(total);
   }
+  /// This thread's slice.
   float* for_thread() { return buffer.data() + omp_get_thread_num() * per_thread; }
 };
 

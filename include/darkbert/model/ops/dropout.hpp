@@ -19,11 +19,14 @@
 
 namespace darkbert::ops {
 
+/// A dropout mask regenerated from (key, element index) instead of stored.
 struct DropoutMask {
   float p = 0;            ///< drop probability; 0 = identity
   std::uint64_t key = 0;  ///< the site's stream
 
+  /// Whether anything is dropped.
   bool active() const { return p > 0; }
+  /// Whether element `index` is kept.
   bool keep(std::uint64_t index) const { return counter_uniform(key, index) >= p; }
 };
 

@@ -22,10 +22,12 @@ namespace darkbert::ops {
 /// Per-row statistics saved by a training forward: mean[rows], rstd[rows] (may be null: not saved).
 template <class T>
 struct NormStats {
-  T* mean = nullptr;
-  T* rstd = nullptr;
+  T* mean = nullptr;  ///<  [rows]
+  T* rstd = nullptr;  ///<  [rows] 1 / sqrt(var + eps)
 };
 
+/// out = LayerNorm(x + residual) row by row with gain w and shift b; residual and sum_out (which
+/// receives x + residual) may be null. [rows, cols] -> [rows, cols].
 template <class T>
 void add_layer_norm_forward_raw(const T* x, const T* residual, T* sum_out, T* out, Index rows, Index cols, const T* w,
                                 const T* b, double eps, NormStats<T> stats = {}) {
@@ -59,12 +61,14 @@ void add_layer_norm_forward_raw(const T* x, const T* residual, T* sum_out, T* ou
   }
 }
 
+/// add_layer_norm_forward_raw with the parameters of `ln`.
 template <class T>
 void add_layer_norm_forward(const T* x, const T* residual, T* sum_out, T* out, Index rows, Index cols,
                             const LayerNormParams<T>& ln, double eps, NormStats<T> stats = {}) {
   add_layer_norm_forward_raw<T>(x, residual, sum_out, out, rows, cols, ln.weight.data(), ln.bias.data(), eps, stats);
 }
 
+/// out = LayerNorm(x) row by row.
 template <class T>
 void layer_norm_forward(const T* x, T* out, Index rows, Index cols, const LayerNormParams<T>& ln, double eps,
                         NormStats<T> stats = {}) {
@@ -118,6 +122,7 @@ void layer_norm_backward_raw(const T* x, NormStats<T> stats, const T* dy, Index 
   }
 }
 
+/// Backward of layer_norm_forward: dx (added to when `accumulate`), and += into grad's gain and shift.
 template <class T>
 void layer_norm_backward(const T* x, NormStats<T> stats, const T* dy, Index rows, Index cols,
                          const LayerNormParams<T>& ln, LayerNormParams<T>* grad, T* dx, bool accumulate = false) {

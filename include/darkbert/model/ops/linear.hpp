@@ -25,6 +25,7 @@ void linear_forward_raw(const T* x, Index rows, Index in, const T* w, const T* b
   });
 }
 
+/// y = epilogue(x Wᵀ + b) for a Linear layer: [rows, in] -> [rows, out].
 template <class T>
 void linear_forward(const T* x, Index rows, const Linear<T>& lin, T* y, Activation epilogue, XwtScratch& scratch,
                     T* pre_activation = nullptr) {
@@ -69,6 +70,7 @@ void linear_backward_raw(const T* x, const T* dy, Index rows, Index in, Index ou
   if (db) add_column_sums(dy, rows, out, db);
 }
 
+/// Backward of linear_forward (see linear_backward_raw); grad may be null (frozen layer).
 template <class T>
 void linear_backward(const T* x, const T* dy, Index rows, const Linear<T>& lin, Linear<T>* grad, T* dx,
                      bool accumulate_dx = false) {

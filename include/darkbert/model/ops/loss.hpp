@@ -19,6 +19,7 @@
 
 namespace darkbert::ops {
 
+/// The label of a position the loss skips, as in PyTorch's cross_entropy.
 inline constexpr int ignore_index = -100;
 
 /// Number of rows that count (label != ignore_index); checks every label is a valid class.
@@ -75,6 +76,7 @@ void cross_entropy_backward(const T* logits, const int* labels, Index rows, Inde
   }
 }
 
+/// Mean squared error over n values (0 for n = 0).
 template <class T>
 T mse_forward(const T* x, const T* target, Index n) {
   T total = 0;
@@ -82,6 +84,7 @@ T mse_forward(const T* x, const T* target, Index n) {
   return n ? total / static_cast<T>(n) : T(0);
 }
 
+/// dx += dloss · d mse / dx.
 template <class T>
 void mse_backward(const T* x, const T* target, Index n, T dloss, T* dx) {
   const T scale = n ? T(2) * dloss / static_cast<T>(n) : T(0);
