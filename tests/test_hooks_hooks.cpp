@@ -1,6 +1,8 @@
 // Hook points: names, scoping, filters, observing and modifying.
 #include <doctest/doctest.h>
 
+#include <optional>  // std::optional
+
 #include <xtensor/xnpy.hpp>
 
 #include "darkbert/hooks/hooks.hpp"
@@ -144,4 +146,26 @@ TEST_CASE("handles remove their hook at end of scope; modifying hooks change the
                        darkbert::error);
   auto bad_head = hooks.add({.points = {darkbert::HookPoint::pattern}, .heads = {9}}, [](auto&) {});
   CHECK_THROWS_WITH_AS(model.forward(batch, {.hooks = &hooks}), doctest::Contains("head 9 out of range"), darkbert::error);
+}
+
+TEST_CASE("a hook may remove itself or add hooks while the registry runs") {
+  const auto model = darkbert::Transformer<float>::load(golden_dir() / "models" / "bert_model");
+  const auto batch = darkbert::Batch::from_rows({{2, 5, 7, 9}});
+  darkbert::HookRegistry<float> hooks;
+  int once = 0, after = 0, added = 0;
+  std::optional<darkbert::HookHandle> self, later;
+  // Fires on the first resid_post point only, then removes itself from inside its own call.
+  self.emplace(hooks.add({.points = {darkbert::HookPoint::resid_post}}, [&](auto&) {
+    ++once;
+    self.reset();
+    // Added during the run: fires from the next point on, never on this one.
+    later.emplace(hooks.add({.points = {darkbert::HookPoint::resid_post}}, [&](auto&) { ++added; }));
+  }));
+  auto counter = hooks.add({.points = {darkbert::HookPoint::resid_post}}, [&](auto&) { ++after; });
+  model.forward(batch, {.hooks = &hooks});
+  const int layers = model.config().num_layers;
+  CHECK(once == 1);
+  CHECK(after == layers);      // the hook after the removed one still ran at every layer
+  CHECK(added == layers - 1);  // from the second layer on
+  CHECK(hooks.size() == 2);
 }

@@ -34,7 +34,7 @@
 #include "data/conllu.hpp"
 #include "data/framenet.hpp"
 #include "data/glue.hpp"
-#include "data/linguistic_tokens.hpp"
+#include "analysis/linguistic_tokens.hpp"
 #include "data/negation.hpp"
 #include "data/projection.hpp"
 #include "data/root.hpp"

@@ -21,6 +21,7 @@
 #include <set>         // std::set
 #include <string>      // std::string
 #include <utility>     // std::exchange
+#include <memory>      // std::shared_ptr
 #include <vector>      // std::vector
 
 #include "../core/error.hpp"
@@ -189,42 +190,54 @@ class HookRegistry {
     if (!filter.pattern.empty() && filter.pattern.find('*') == std::string::npos && !parse_hook_name(filter.pattern))
       fail("HookRegistry::add: \"", filter.pattern, "\" is not a hook name (e.g. blocks.3.attn.hook_pattern) and has no '*'");
     const std::uint64_t id = next_id_++;
-    entries_.push_back({id, std::move(filter), std::move(fn)});
-    return HookHandle([this, id] {
-      entries_.erase(std::remove_if(entries_.begin(), entries_.end(), [&](const Entry& e) { return e.id == id; }),
-                     entries_.end());
-    });
+    entries_.push_back(std::make_shared<Entry>(Entry{id, std::move(filter), std::move(fn)}));
+    return HookHandle([this, id] { remove(id); });
   }
 
   /// Whether no hook is registered.
-  bool empty() const { return entries_.empty(); }
+  bool empty() const { return size() == 0; }
   /// Number of registered hooks.
-  std::size_t size() const { return entries_.size(); }
+  std::size_t size() const {
+    return static_cast<std::size_t>(std::count_if(entries_.begin(), entries_.end(), [](const auto& e) { return !e->removed; }));
+  }
 
   /// Whether any hook fires at point `p` of `layer` (the forward pass's one test per point).
   bool active(HookPoint p, int layer) const {
     for (const auto& e : entries_)
-      if (e.filter.matches(p, layer)) return true;
+      if (!e->removed && e->filter.matches(p, layer)) return true;
     return false;
   }
 
   /// Calls every matching hook, in registration order. `head_axis` is the axis of the tensor that
   /// indexes heads (for per-head points), used for head-filtered hooks.
+  /// A hook may add or remove hooks (its own handle included) while it runs: an entry is held by
+  /// shared_ptr while it is called, removals during a run only mark the entry and are swept afterwards,
+  /// and hooks added during a run first fire on the next run.
   void run(HookContext<T> ctx, int head_axis = -1) const {
-    for (const auto& e : entries_) {
-      if (!e.filter.matches(ctx.point, ctx.layer)) continue;
-      if (e.filter.heads.empty() || head_axis < 0) {
+    ++running_;
+    struct Sweep {
+      const HookRegistry* r;
+      ~Sweep() {
+        if (--r->running_ == 0) r->sweep();
+      }
+    } sweep_after{this};
+    const std::size_t n = entries_.size();
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::shared_ptr<Entry> e = entries_[i];
+      if (e->removed || !e->filter.matches(ctx.point, ctx.layer)) continue;
+      if (e->filter.heads.empty() || head_axis < 0) {
         HookContext<T> c = ctx;
-        e.fn(c);
+        e->fn(c);
         continue;
       }
-      for (int h : e.filter.heads) {
+      for (int h : e->filter.heads) {
+        if (e->removed) break;
         if (h < 0 || h >= ctx.tensor.shape[head_axis])
           fail("hook on ", ctx.name(), ": head ", h, " out of range (", ctx.tensor.shape[head_axis], " heads)");
         HookContext<T> c = ctx;
         c.head = h;
         c.tensor = ctx.tensor.slice(head_axis, h);
-        e.fn(c);
+        e->fn(c);
       }
     }
   }
@@ -234,8 +247,19 @@ class HookRegistry {
     std::uint64_t id;
     HookFilter filter;
     Function fn;
+    bool removed = false;
   };
-  std::vector<Entry> entries_;
+  void remove(std::uint64_t id) {
+    for (auto& e : entries_)
+      if (e->id == id) e->removed = true;
+    if (running_ == 0) sweep();
+  }
+  void sweep() const {
+    entries_.erase(std::remove_if(entries_.begin(), entries_.end(), [](const auto& e) { return e->removed; }),
+                   entries_.end());
+  }
+  mutable std::vector<std::shared_ptr<Entry>> entries_;  // mutable: run() sweeps removals made during it
+  mutable int running_ = 0;                                // nesting depth of run()
   std::uint64_t next_id_ = 0;
 };
 

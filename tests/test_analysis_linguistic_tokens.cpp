@@ -3,7 +3,7 @@
 
 #include <string>  // std::string
 
-#include "darkbert/data/linguistic_tokens.hpp"
+#include "darkbert/analysis/linguistic_tokens.hpp"
 #include "darkbert/tokenizer/tokenizer.hpp"
 #include "test_data_fixtures.hpp"
 
