@@ -21,6 +21,7 @@
 #include <span>     // std::span
 #include <vector>   // std::vector
 
+#include "bench_main.hpp"
 #include "darkbert/analysis/all.hpp"
 
 // ---------------------------------------------------------------- counting allocator (this executable only)
@@ -194,4 +195,7 @@ BENCHMARK(BM_JSDistance_BertBase)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  return darkbert::bench::main(argc, argv, "streaming attention accumulators: memory independent of the examples",
+                               "bench_analysis_streaming --benchmark_filter=Streaming");
+}

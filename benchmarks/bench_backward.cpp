@@ -138,4 +138,7 @@ BENCHMARK(BM_TrainStep)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime()->M
 
 }  // namespace
 
-int main(int argc, char** argv) { return darkbert::bench::main(argc, argv); }
+int main(int argc, char** argv) {
+  return darkbert::bench::main(argc, argv, "the backward pass of one BERT-base layer stage by stage, then a whole train step",
+                               "bench_backward --benchmark_filter=TrainStep");
+}

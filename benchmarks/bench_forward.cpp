@@ -120,4 +120,7 @@ BENCHMARK(BM_Stage_FFN)->Arg(1)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealT
 
 }  // namespace
 
-int main(int argc, char** argv) { return darkbert::bench::main(argc, argv); }
+int main(int argc, char** argv) {
+  return darkbert::bench::main(argc, argv, "BERT-base forward at batch 1 and 8, then each stage of one layer",
+                               "bench_forward --benchmark_filter=Forward --benchmark_repetitions=3");
+}

@@ -56,4 +56,7 @@ BENCHMARK(BM_SweepPrefixCached)->Unit(benchmark::kSecond)->UseRealTime()->Iterat
 
 }  // namespace
 
-int main(int argc, char** argv) { return darkbert::bench::main(argc, argv); }
+int main(int argc, char** argv) {
+  return darkbert::bench::main(argc, argv, "the ablation sweep with its prefix cache against a naive re-run",
+                               "bench_sweep --benchmark_min_time=1");
+}

@@ -54,8 +54,9 @@ void BM_Linear_OpenBLAS(benchmark::State& state) {
 }
 BENCHMARK(BM_Linear_OpenBLAS)->Apply(shapes);
 
-#if defined(__AVX512F__)
+#if DARKBERT_HAS_AVX512_KERNEL
 void BM_Linear_DarkbertKernel(benchmark::State& state) {
+  if (!darkbert::cpu_has_avx512()) return state.SkipWithError("this CPU has no AVX-512");
   Problem p(state);
   auto epilogue = p.epilogue();
   for (auto _ : state)
@@ -67,4 +68,7 @@ BENCHMARK(BM_Linear_DarkbertKernel)->Apply(shapes);
 
 }  // namespace
 
-int main(int argc, char** argv) { return darkbert::bench::main(argc, argv); }
+int main(int argc, char** argv) {
+  return darkbert::bench::main(argc, argv, "darkbert's AVX-512 x·Wᵀ kernel beside OpenBLAS on BERT-base Linear shapes",
+                               "bench_xwt_gemm --benchmark_filter=rows:128");
+}

@@ -8,12 +8,16 @@ find_dependency(nlohmann_json 3)        # config.json, safetensors headers, gold
 find_dependency(pugixml)                # FrameNet XML
 find_dependency(OpenMP)                 # threads for the non-GEMM passes
 find_dependency(OpenBLAS)               # SGEMM/DGEMM for the large products
-find_dependency(PkgConfig)
 
+# Debian's OpenBLASConfig.cmake gives variables; vcpkg's and Conan's give the OpenBLAS::OpenBLAS target.
 if(NOT TARGET darkbert_openblas)
   add_library(darkbert_openblas INTERFACE IMPORTED)
-  target_include_directories(darkbert_openblas INTERFACE ${OpenBLAS_INCLUDE_DIRS})
-  target_link_libraries(darkbert_openblas INTERFACE ${OpenBLAS_LIBRARIES})
+  if(TARGET OpenBLAS::OpenBLAS)
+    target_link_libraries(darkbert_openblas INTERFACE OpenBLAS::OpenBLAS)
+  else()
+    target_include_directories(darkbert_openblas INTERFACE ${OpenBLAS_INCLUDE_DIRS})
+    target_link_libraries(darkbert_openblas INTERFACE ${OpenBLAS_LIBRARIES})
+  endif()
 endif()
 
 function(darkbert_link_dependencies target)
@@ -21,8 +25,12 @@ function(darkbert_link_dependencies target)
     pugixml::pugixml OpenMP::OpenMP_CXX darkbert_openblas)
 endfunction()
 
-# cairo (figures): through pkg-config, wrapped in a plain interface target.
-pkg_check_modules(DARKBERT_CAIRO QUIET IMPORTED_TARGET cairo)
+# cairo (figures, optional): through pkg-config, wrapped in a plain interface target (empty without cairo,
+# and then darkbert::viz does not link).
+find_package(PkgConfig QUIET)
+if(PKG_CONFIG_FOUND)
+  pkg_check_modules(DARKBERT_CAIRO QUIET IMPORTED_TARGET cairo)
+endif()
 if(NOT TARGET darkbert_cairo AND NOT TARGET darkbert::darkbert_cairo)
   add_library(darkbert_cairo INTERFACE)
   if(DARKBERT_CAIRO_FOUND)

@@ -22,7 +22,9 @@
 #include "darkbert/data/framenet.hpp"
 
 int main(int argc, char** argv) {
-  CLI::App app{"FrameNet sentence selection (Kovaleva et al. 2019, sec. 4.2)"};
+  CLI::App app{"FrameNet sentence selection (Kovaleva et al. 2019, sec. 4.2): the sentences and frame-element links "
+               "the paper's relation-specific heads (section 3.2) are measured on"};
+  app.footer("Example: darkbert_framenet_selection --sample --output selection.jsonl");
   bool sample = false;
   std::string dir, output;
   darkbert::FrameNetSelectionOptions options;

@@ -163,6 +163,7 @@ inline void run_annotate(const AnnotateOptions& o) {
 
 void add_annotate_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("annotate", "Predict UPOS and subjects/objects (nsubj, nsubj:pass, obj)");
+  cmd->footer("Example: darkbert annotate --input ../shared/data/ud/en_ewt-ud-dev.conllu --output dev.pred.conllu --score");
   auto o = std::make_shared<AnnotateOptions>();
   cmd->add_option("--input", o->input, "CoNLL-U input (or raw text with --text)");
   cmd->add_option("--output", o->output, "CoNLL-U output with predicted UPOS and DEPREL");

@@ -153,9 +153,11 @@ inline void add_shape_options(CLI::App* cmd, BenchForwardOptions& o) {
 
 void add_bench_command(CLI::App& app) {
   auto* bench = app.add_subcommand("bench", "Benchmarks");
+  bench->footer("Example: darkbert bench forward --batch 8 --seq 128");
   bench->require_subcommand(1);
   auto o = std::make_shared<BenchForwardOptions>();
   auto* fwd = bench->add_subcommand("forward", "Time the forward pass of a random BERT-shaped encoder");
+  fwd->footer("Example: darkbert bench forward --batch 1 --reps 10 --hooks noop");
   add_shape_options(fwd, *o);
   fwd->add_flag("--no-attentions", o->no_attentions, "Do not keep the attention maps");
   fwd->add_option("--hooks", o->hooks, "none, or noop: an observe-only hook on every hook point")
@@ -168,6 +170,7 @@ void add_bench_command(CLI::App& app) {
 
   auto t = std::make_shared<BenchForwardOptions>();
   auto* train = bench->add_subcommand("train-step", "Time one training step (forward, backward, AdamW) of a BERT classifier");
+  train->footer("Example: darkbert bench train-step --layers 4 --hidden 256 --heads 4 --ff 1024 --batch 32");
   add_shape_options(train, *t);
   train->add_flag("--no-dropout", t->no_dropout, "Train without dropout");
   train->callback([t] {

@@ -22,6 +22,7 @@ void add_init_command(CLI::App& app) {
   };
   auto o = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("init", "Write a randomly initialised checkpoint for a config.json");
+  cmd->footer("Example: darkbert init --config bert-tiny/config.json --out bert-tiny-random --tokenizer bert-tiny");
   cmd->add_option("--config", o->config, "Hugging Face config.json (model_type, sizes, architectures)")->required()->check(CLI::ExistingFile);
   cmd->add_option("--out", o->out, "Output checkpoint folder")->required();
   cmd->add_option("--tokenizer", o->tokenizer, "Folder with vocab.txt or vocab.json + merges.txt to copy")->check(CLI::ExistingDirectory);

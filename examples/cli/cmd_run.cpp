@@ -1,11 +1,14 @@
-// darkbert run --cases FILE --out DIR [--model DIR] [--disable L:H,...] [--dtype float32|float64] [--check]
+// darkbert run --cases FILE --out DIR [--model DIR] [--disable L:H,...] [--dtype float32|float64]
+//              [--check | --against DIR]
 //
 // Runs every case of a cases file (../shared/golden format) and writes each output the case names as .npy
 // under that file's base name in --out. A labelled case (loss_file, grads_file) is also trained through
 // one step without dropout: its loss is written as a 0-d .npy and the gradient of every parameter as
 // safetensors under the checkpoint's own names, each under the expected file's base name. With --check,
 // compares everything with the expected files and fails if anything differs by more than the fixture
-// tolerance.
+// tolerance. With --against DIR, compares the forward outputs instead with those an earlier run wrote
+// into DIR (same --dtype), within the same tolerance: e.g. the BLAS path (DARKBERT_KERNEL=blas) against
+// the tile kernel.
 
 #include <CLI/CLI.hpp>
 
@@ -54,7 +57,7 @@ inline std::vector<HeadRef> parse_head_list(const std::string& text) {
 }
 
 struct RunOptions {
-  std::filesystem::path cases, out, model;
+  std::filesystem::path cases, out, model, against;
   std::string disable;
   std::string dtype = "float32";
   bool check = false;
@@ -117,6 +120,7 @@ int run_cases(const RunOptions& o) {
   const auto extra = parse_head_list(o.disable);
   std::filesystem::create_directories(o.out);
   const double tol = std::is_same_v<T, float> ? 1e-4 : 1e-9;
+  const bool compare = o.check || !o.against.empty();
   int failures = 0;
   for (const auto& c : file.cases) {
     auto policies = c.template policies<T>();
@@ -126,8 +130,10 @@ int run_cases(const RunOptions& o) {
       const auto out_path = o.out / expected_path.filename();
       const auto value = named_output(result, model, name);
       xt::dump_npy(out_path.string(), value);
-      if (!o.check) continue;
-      const auto expected = xt::load_npy<double>(expected_path.string());
+      if (!compare) continue;
+      const xt::xarray<double> expected =
+          o.against.empty() ? xt::load_npy<double>(expected_path.string())
+                            : xt::xarray<double>(xt::cast<double>(xt::load_npy<T>((o.against / expected_path.filename()).string())));
       const double worst = max_relative_error(value, expected);
       const bool same_shape = worst != std::numeric_limits<double>::infinity();
       const bool ok = same_shape && worst <= tol;
@@ -138,7 +144,7 @@ int run_cases(const RunOptions& o) {
     failures += run_training_case(model, file, c, policies, o, tol);
   }
   std::cout << file.cases.size() << " cases from " << o.cases.string() << " -> " << o.out.string()
-            << (o.check ? (failures ? " — " + std::to_string(failures) + " outputs out of tolerance" : " — all outputs within tolerance") : "")
+            << (compare ? (failures ? " — " + std::to_string(failures) + " outputs out of tolerance" : " — all outputs within tolerance") : "")
             << "\n";
   return failures ? 1 : 0;
 }
@@ -146,12 +152,18 @@ int run_cases(const RunOptions& o) {
 void add_run_command(CLI::App& app) {
   auto opts = std::make_shared<RunOptions>();
   auto* cmd = app.add_subcommand("run", "Run every case of a cases file and write the outputs as .npy");
+  cmd->footer("Example: darkbert run --cases ../shared/golden/cases/bert_model.json --out out/bert_model --check\n"
+              "         DARKBERT_KERNEL=blas darkbert run --cases ... --out out/blas --against out/bert_model");
   cmd->add_option("--cases", opts->cases, "Cases file (darkbert-golden-cases/1 JSON)")->required()->check(CLI::ExistingFile);
   cmd->add_option("--out", opts->out, "Output folder (one .npy per named output, under its base name)")->required();
   cmd->add_option("--model", opts->model, "Checkpoint folder (default: the one the cases file names)")->check(CLI::ExistingDirectory);
   cmd->add_option("--disable", opts->disable, "Extra heads to disable (uniform policy): LAYER:HEAD,... e.g. 3:7,5:all");
   cmd->add_option("--dtype", opts->dtype, "Computation type")->check(CLI::IsMember({"float32", "float64"}));
-  cmd->add_flag("--check", opts->check, "Compare every output with the expected file and fail outside tolerance");
+  auto* check = cmd->add_flag("--check", opts->check, "Compare every output with the expected file and fail outside tolerance");
+  cmd->add_option("--against", opts->against,
+                  "Compare the forward outputs with those an earlier run (same --dtype) wrote into this folder")
+      ->check(CLI::ExistingDirectory)
+      ->excludes(check);
   cmd->callback([opts] {
     const int status = opts->dtype == "float64" ? run_cases<double>(*opts) : run_cases<float>(*opts);
     if (status != 0) throw CLI::RuntimeError(status);

@@ -126,6 +126,7 @@ inline void run_sweep_command(const SweepOptions& o) {
 void add_sweep_command(CLI::App& app) {
   auto o = std::make_shared<SweepOptions>();
   auto* cmd = app.add_subcommand("sweep", "Disable every head and every layer in turn and score a GLUE task");
+  cmd->footer("Example: darkbert sweep --model bert-base-mrpc/ --task mrpc --max-examples 200 --out sweep-mrpc");
   cmd->add_option("--model", o->model, "Fine-tuned sequence classifier (checkpoint folder)")->required()->check(CLI::ExistingDirectory);
   cmd->add_option("--task", o->task, "GLUE task: MRPC, STS-B, SST-2, QQP, RTE, QNLI, MNLI")->required();
   cmd->add_option("--tokenizer", o->tokenizer, "Tokenizer folder (default: the model folder)")->check(CLI::ExistingDirectory);

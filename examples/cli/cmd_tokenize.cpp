@@ -150,6 +150,7 @@ inline void run_tokenize(const TokenizeOptions& o) {
 
 void add_tokenize_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("tokenize", "Tokenize JSON lines ({\"text\"} or {\"text_a\", \"text_b\"})");
+  cmd->footer("Example: darkbert tokenize --tokenizer bert-base-uncased/ --input sentences.jsonl --output tokens.jsonl");
   auto o = std::make_shared<TokenizeOptions>();
   cmd->add_option("--tokenizer", o->tokenizer, "Folder with vocab.txt, or vocab.json + merges.txt")->required();
   cmd->add_option("--input", o->input, "Input JSON lines")->required();

@@ -3,14 +3,21 @@
 
 #include <exception>  // std::exception
 #include <iostream>   // std::cerr
+#include <string>     // std::string
 
 #include "commands.hpp"
 #include "darkbert/core/blas_kernel.hpp"
-
+#include "darkbert/core/kernel_dispatch.hpp"
+#include "darkbert/version.hpp"
 
 int main(int argc, char** argv) {
   darkbert::restart_with_fast_blas_kernel(argv);  // AVX-512 GEMM kernels where OpenBLAS misdetects the CPU
   CLI::App app{"darkbert: exact transformer forward passes, hooks and attention analysis"};
+  // The kernel line tells which product code this process runs (DARKBERT_KERNEL=blas forces BLAS).
+  app.set_version_flag("--version", [] {
+    return std::string("darkbert ") + darkbert::version + " (kernel: " + darkbert::kernel_path_name(darkbert::kernel_path()) +
+           ", OpenBLAS core: " + darkbert::blas_core_name() + ")";
+  });
   app.require_subcommand(1);
   darkbert::cli::add_run_command(app);
   darkbert::cli::add_sweep_command(app);
@@ -20,6 +27,9 @@ int main(int argc, char** argv) {
   darkbert::cli::add_init_command(app);
   darkbert::cli::add_finetune_command(app);
   darkbert::cli::add_pretrain_command(app);
+  // Set after the subcommands, which would otherwise inherit it; each has its own example.
+  app.footer("Example: darkbert run --cases ../shared/golden/cases/bert_model.json --out out/bert_model --check\n"
+             "Run `darkbert COMMAND --help` for each command's options and an example.");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,10 +1,12 @@
 #pragma once
-// darkbert — everything except the figures in one include (figures: <darkbert/viz/heatmap.hpp> and
-// <darkbert/viz/attention_grid.hpp>, target darkbert::viz). Larger projects may prefer single headers.
+/// @file
+/// darkbert — everything except the figures in one include (figures: <darkbert/viz/heatmap.hpp> and
+/// <darkbert/viz/attention_grid.hpp>, target darkbert::viz). Larger projects may prefer single headers.
 
 #include "version.hpp"
 
 #include "core/blas_kernel.hpp"
+#include "core/kernel_dispatch.hpp"
 #include "core/error.hpp"
 #include "core/matrix.hpp"
 #include "core/progress.hpp"

@@ -1,16 +1,19 @@
 #pragma once
-// The ablation sweep (the paper's §3.6 "disabling heads and layers"): evaluate a task metric with no
-// ablation, with every single head ablated, with every whole layer ablated, and with any extra head sets.
-//
-//   darkbert::AblationSweep<float> sweep(model, batches, labels, darkbert::accuracy_metric);
-//   auto result = sweep.run();                 // prefix-cached
-//   result.head_scores(3, 7);                  // metric with head 7 of layer 3 made uniform
-//
-// Prefix caching: an ablation at layer l cannot change anything below l, so for every batch the baseline
-// forward keeps its hidden states, and each ablation resumes at its lowest layer from hidden_states[l].
-// Per batch this costs sum over ablations of (layers - l) blocks instead of layers blocks each; for a full
-// 12 x 12 sweep with layer ablations that is 1026 instead of 1884 block evaluations (1.84x fewer).
-// `run_naive()` recomputes every ablation from the embeddings, for comparison; both give identical numbers.
+/// @file
+/// The ablation sweep (the paper's §3.6 "disabling heads and layers"): evaluate a task metric with no
+/// ablation, with every single head ablated, with every whole layer ablated, and with any extra head sets.
+///
+/// @code
+/// darkbert::AblationSweep<float> sweep(model, batches, labels, darkbert::accuracy_metric);
+/// auto result = sweep.run();                 // prefix-cached
+/// result.head_scores(3, 7);                  // metric with head 7 of layer 3 made uniform
+/// @endcode
+///
+/// Prefix caching: an ablation at layer l cannot change anything below l, so for every batch the baseline
+/// forward keeps its hidden states, and each ablation resumes at its lowest layer from hidden_states[l].
+/// Per batch this costs sum over ablations of (layers - l) blocks instead of layers blocks each; for a full
+/// 12 x 12 sweep with layer ablations that is 1026 instead of 1884 block evaluations (1.84x fewer).
+/// `run_naive()` recomputes every ablation from the embeddings, for comparison; both give identical numbers.
 
 #include <chrono>      // std::chrono::steady_clock
 #include <functional>  // std::function
@@ -27,18 +30,26 @@
 namespace darkbert {
 
 
+/// The scores of one AblationSweep run.
 struct SweepResult {
-  double baseline = 0;
-  Matrix<double> head_scores;        // [layers, heads]: metric with that head ablated
-  std::vector<double> layer_scores;  // [layers]: metric with the whole layer ablated
-  std::vector<double> set_scores;    // one per extra head set, in the order given
-  double seconds = 0;                // wall time of the sweep
-  long block_evaluations = 0;        // transformer blocks run (the work the prefix cache saves)
+  double baseline = 0;  ///<  metric with nothing ablated
+  Matrix<double> head_scores;        ///< [layers, heads]: metric with that head ablated
+  std::vector<double> layer_scores;  ///< [layers]: metric with the whole layer ablated
+  std::vector<double> set_scores;    ///< one per extra head set, in the order given
+  double seconds = 0;                ///< wall time of the sweep
+  long block_evaluations = 0;        ///< transformer blocks run (the work the prefix cache saves)
 };
 
+/// The paper's §3.6 sweep: the task metric with each head, each layer and each added head set disabled.
+/// @code
+/// darkbert::AblationSweep<float> sweep(model, batches, labels, darkbert::accuracy_metric);
+/// darkbert::SweepResult r = sweep.run();   // r.head_scores(3, 7): accuracy with head 3.7 disabled
+/// @endcode
 template <class T>
 class AblationSweep {
  public:
+  /// A sweep of a sequence classifier over `batches` (one label per example), ablating with `policy`
+  /// (the paper's uniform pattern by default); throws if the model has no classifier or the counts differ.
   AblationSweep(const Transformer<T>& model, std::vector<Batch> batches, std::vector<double> labels, TaskMetric metric,
                 MaskingPolicy<T> policy = uniform_policy<T>())
       : model_(model), batches_(std::move(batches)), labels_(std::move(labels)), metric_(std::move(metric)),
@@ -51,11 +62,14 @@ class AblationSweep {
             labels_.size(), " labels");
   }
 
-  // Extra head sets to evaluate (e.g. all heads of one pattern type), each ablated together.
+  /// Extra head sets to evaluate (e.g. all heads of one pattern type), each ablated together.
   void add_head_set(std::vector<HeadRef> heads) { sets_.push_back(std::move(heads)); }
+  /// Whether to draw a progress bar on stderr.
   void set_show_progress(bool show) { show_progress_ = show; }
 
+  /// Runs the sweep, resuming each ablation from the cached hidden states below its layer.
   SweepResult run() const { return sweep(true); }
+  /// Runs the same sweep recomputing every layer (identical scores; for checking and timing the cache).
   SweepResult run_naive() const { return sweep(false); }
 
  private:

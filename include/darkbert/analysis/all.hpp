@@ -1,8 +1,11 @@
 #pragma once
-// Everything in darkbert/analysis: attention views, token annotations, attention metrics with their streaming
-// accumulators, task metrics, and plain-data result tables.
-//
-//   #include "darkbert/analysis/all.hpp"
+/// @file
+/// Everything in darkbert/analysis: attention views, token annotations, attention metrics with their streaming
+/// accumulators, task metrics, and plain-data result tables.
+///
+/// @code
+/// #include "darkbert/analysis/all.hpp"
+/// @endcode
 
 #include "darkbert/analysis/accumulate_type.hpp"         // detail::accumulate_t
 #include "darkbert/analysis/attention_view.hpp"          // AttentionView

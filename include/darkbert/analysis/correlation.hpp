@@ -1,21 +1,26 @@
 #pragma once
-// Task metrics for regression (STS-B): Pearson and Spearman correlation with scipy 1.10's conventions.
-//
-//   double r   = pearson(gold, predicted);     // NaN when either input is constant
-//   double rho = spearman(gold, predicted);    // Pearson of average ranks (ties share their mean rank)
-//
-//   PearsonAccumulator<double> acc;            // streaming Pearson: O(1) memory (co-moments, Welford)
-//   for (each example) acc.add(gold, predicted);
-//   double r2 = acc.result();
-//
-// Conventions (scipy.stats.pearsonr / spearmanr):
-//   - Pearson: NaN when x or y is constant (all values equal); exactly ±1 (sign of the slope) for two points;
-//     otherwise dot((x - mean x)/|x - mean x|, (y - mean y)/|y - mean y|) clipped to [-1, 1]. Fewer than
-//     two values throws (scipy raises ValueError).
-//   - Spearman: fractional ranks (1-based, average for ties), then the correlation of the ranks as numpy's
-//     corrcoef computes it, clipped to [-1, 1]; NaN when either input is constant or has fewer than 2 values.
-//   - Different lengths, empty input to pearson, or non-finite values throw darkbert::error.
-// Spearman needs every value (ranks are global), so it has no constant-memory streaming form.
+/// @file
+/// Task metrics for regression (STS-B): Pearson and Spearman correlation with scipy 1.10's conventions.
+///
+/// @code
+/// double r   = pearson(gold, predicted);     // NaN when either input is constant
+/// double rho = spearman(gold, predicted);    // Pearson of average ranks (ties share their mean rank)
+/// @endcode
+///
+/// @code
+/// PearsonAccumulator<double> acc;            // streaming Pearson: O(1) memory (co-moments, Welford)
+/// for (each example) acc.add(gold, predicted);
+/// double r2 = acc.result();
+/// @endcode
+///
+/// Conventions (scipy.stats.pearsonr / spearmanr):
+///   - Pearson: NaN when x or y is constant (all values equal); exactly ±1 (sign of the slope) for two points;
+///     otherwise dot((x - mean x)/|x - mean x|, (y - mean y)/|y - mean y|) clipped to [-1, 1]. Fewer than
+///     two values throws (scipy raises ValueError).
+///   - Spearman: fractional ranks (1-based, average for ties), then the correlation of the ranks as numpy's
+///     corrcoef computes it, clipped to [-1, 1]; NaN when either input is constant or has fewer than 2 values.
+///   - Different lengths, empty input to pearson, or non-finite values throw darkbert::error.
+/// Spearman needs every value (ranks are global), so it has no constant-memory streaming form.
 
 #include <algorithm>  // std::clamp, std::sort, std::all_of
 #include <cmath>      // std::sqrt, std::isfinite
@@ -51,7 +56,7 @@ int sign(T v) {
 }
 }  // namespace detail
 
-// Pearson correlation coefficient (scipy.stats.pearsonr statistic).
+/// Pearson correlation coefficient (scipy.stats.pearsonr statistic).
 template <class T>
 T pearson(std::span<const T> x, std::span<const T> y) {
   detail::require_pair(x, y, "pearson");
@@ -79,13 +84,16 @@ T pearson(std::span<const T> x, std::span<const T> y) {
   return static_cast<T>(std::clamp(r, A(-1), A(1)));
 }
 
+/// Pearson correlation of x and y, as scipy.stats.pearsonr (NaN when either is constant).
 template <class T>
 T pearson(const std::vector<T>& x, const std::vector<T>& y) {
   return pearson(std::span<const T>(x), std::span<const T>(y));
 }
 
-// Fractional ranks, 1-based; tied values get the mean of the ranks they span (scipy.stats.rankdata "average").
-//   average_ranks({10, 20, 20, 5}) -> {2, 3.5, 3.5, 1}
+/// Fractional ranks, 1-based; tied values get the mean of the ranks they span (scipy.stats.rankdata "average").
+/// @code
+/// average_ranks({10, 20, 20, 5}) -> {2, 3.5, 3.5, 1}
+/// @endcode
 template <class T>
 std::vector<double> average_ranks(std::span<const T> v) {
   std::vector<std::size_t> order(v.size());
@@ -103,7 +111,7 @@ std::vector<double> average_ranks(std::span<const T> v) {
   return ranks;
 }
 
-// Spearman rank correlation (scipy.stats.spearmanr statistic).
+/// Spearman rank correlation (scipy.stats.spearmanr statistic).
 template <class T>
 T spearman(std::span<const T> x, std::span<const T> y) {
   detail::require_pair(x, y, "spearman");
@@ -129,18 +137,21 @@ T spearman(std::span<const T> x, std::span<const T> y) {
   return static_cast<T>(std::clamp(r, -1.0, 1.0));
 }
 
+/// Spearman rank correlation (Pearson of average ranks), as scipy.stats.spearmanr.
 template <class T>
 T spearman(const std::vector<T>& x, const std::vector<T>& y) {
   return spearman(std::span<const T>(x), std::span<const T>(y));
 }
 
-// Streaming Pearson correlation: counts, means and co-moments updated per pair (Welford), so memory does
-// not depend on the number of pairs. Same conventions as pearson().
+/// Streaming Pearson correlation: counts, means and co-moments updated per pair (Welford), so memory does
+/// not depend on the number of pairs. Same conventions as pearson().
 template <class T>
 class PearsonAccumulator {
  public:
+  /// The type sums are kept in (double for float).
   using A = detail::accumulate_t<T>;
 
+  /// Adds one pair.
   void add(T x, T y) {
     if (!std::isfinite(x) || !std::isfinite(y))
       fail("pearson accumulator: pair ", count_, " = (", x, ", ", y, ") is not finite");
@@ -161,12 +172,13 @@ class PearsonAccumulator {
     cxy_ += dx * (static_cast<A>(y) - mean_y_);
   }
 
+  /// Adds the pairs (x[i], y[i]).
   void add(std::span<const T> x, std::span<const T> y) {
     require(x.size() == y.size(), "pearson accumulator: x has ", x.size(), " values but y has ", y.size());
     for (std::size_t i = 0; i < x.size(); ++i) add(x[i], y[i]);
   }
 
-  // Combines with another accumulator (Chan et al. pairwise update).
+  /// Combines with another accumulator (Chan et al. pairwise update).
   void merge(const PearsonAccumulator& o) {
     if (o.count_ == 0) return;
     if (count_ == 0) {
@@ -185,8 +197,10 @@ class PearsonAccumulator {
     count_ += o.count_;
   }
 
+  /// Pairs added.
   std::size_t count() const { return count_; }
 
+  /// The correlation of the pairs added so far.
   T result() const {
     require(count_ >= 2, "pearson accumulator: needs at least 2 values, got ", count_);
     if (x_constant_ || y_constant_) return std::numeric_limits<T>::quiet_NaN();

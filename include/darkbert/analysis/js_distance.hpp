@@ -1,23 +1,28 @@
 #pragma once
-// How different the heads are from each other (paper question 3; the pairwise head distance of Clark et al.
-// 2019): the Jensen–Shannon distance between the attention distributions of every pair of heads.
-//
-// For heads a and b and valid query row i (allowed keys only), with p = a's row, q = b's row, m = (p + q)/2:
-//   JSD_i = H(m) - (H(p) + H(q)) / 2          (natural log; = (KL(p||m) + KL(q||m)) / 2, in [0, ln 2])
-//   d_i   = sqrt(JSD_i)                       (scipy.spatial.distance.jensenshannon(p, q), base e)
-// Per example: the mean of d_i over the n valid rows. Dataset: the mean over examples. The result is a
-// symmetric [layers*heads, layers*heads] table with zero diagonal; rows and columns are named "layer.head".
-//
-// Accuracy: JSD is a difference of entropies, so its absolute error is about eps * ln n (eps of T); for nearly
-// identical rows the distance sqrt(JSD) therefore carries an error near sqrt(eps ln n) — ~1e-8 in double,
-// ~5e-4 in float. Exactly identical rows (e.g. two uniform "disabled" heads) give exactly 0.
-// Cost: (layers*heads)^2/2 * n^2 logarithms per example — about 1.7e8 for BERT-base (144 heads, n = 128),
-// far more than every other metric; the kernels are vectorised (xlogx.hpp) and the query rows are split over
-// the OpenMP threads (each with its own [heads^2] pair buffer). Fold a subsample of a dataset if time matters.
-//
-//   HeadDistanceAccumulator<float> acc(12, 12);
-//   for (each example) acc.add(view);
-//   Table<float> d = acc.result();               // d(3*12+5, 7*12+0) = distance of head 3.5 to head 7.0
+/// @file
+/// How different the heads are from each other (paper question 3; the pairwise head distance of Clark et al.
+/// 2019): the Jensen–Shannon distance between the attention distributions of every pair of heads.
+///
+/// For heads a and b and valid query row i (allowed keys only), with p = a's row, q = b's row, m = (p + q)/2:
+/// @code
+/// JSD_i = H(m) - (H(p) + H(q)) / 2          (natural log; = (KL(p||m) + KL(q||m)) / 2, in [0, ln 2])
+/// d_i   = sqrt(JSD_i)                       (scipy.spatial.distance.jensenshannon(p, q), base e)
+/// @endcode
+/// Per example: the mean of d_i over the n valid rows. Dataset: the mean over examples. The result is a
+/// symmetric [layers*heads, layers*heads] table with zero diagonal; rows and columns are named "layer.head".
+///
+/// Accuracy: JSD is a difference of entropies, so its absolute error is about eps * ln n (eps of T); for nearly
+/// identical rows the distance sqrt(JSD) therefore carries an error near sqrt(eps ln n) — ~1e-8 in double,
+/// ~5e-4 in float. Exactly identical rows (e.g. two uniform "disabled" heads) give exactly 0.
+/// Cost: (layers*heads)^2/2 * n^2 logarithms per example — about 1.7e8 for BERT-base (144 heads, n = 128),
+/// far more than every other metric; the kernels are vectorised (xlogx.hpp) and the query rows are split over
+/// the OpenMP threads (each with its own [heads^2] pair buffer). Fold a subsample of a dataset if time matters.
+///
+/// @code
+/// HeadDistanceAccumulator<float> acc(12, 12);
+/// for (each example) acc.add(view);
+/// Table<float> d = acc.result();               // d(3*12+5, 7*12+0) = distance of head 3.5 to head 7.0
+/// @endcode
 
 #include <algorithm>  // std::max, std::equal, std::fill
 #include <cmath>      // std::sqrt
@@ -39,13 +44,16 @@
 
 namespace darkbert {
 
+/// Streaming mean Jensen–Shannon distance between every pair of heads (see the top of this header).
 template <class T>
 class HeadDistanceAccumulator {
  public:
+  /// Empty means for every pair of `layers` × `heads` heads; `name` labels the result table.
   HeadDistanceAccumulator(Index layers, Index heads, std::string name = "head_js_distance")
       : layers_(layers), heads_(heads), name_(std::move(name)), mean_(layers * heads, layers * heads),
         example_(static_cast<std::size_t>(layers * heads * layers * heads)) {}
 
+  /// Adds one example.
   void add(const AttentionView<T>& view) {
     detail::require_shape(view, layers_, heads_, "head JS distance");
     const Index n = view.length(), L = view.padded_length(), total = layers_ * heads_;
@@ -106,9 +114,10 @@ class HeadDistanceAccumulator {
     mean_.add(example_);
   }
 
+  /// Adds another accumulator's examples.
   void merge(const HeadDistanceAccumulator& other) { mean_.merge(other.mean_); }
 
-  // [layers*heads, layers*heads], names "layer.head"; NaN when no example was added.
+  /// [layers*heads, layers*heads], names "layer.head"; NaN when no example was added.
   Table<T> result() const {
     std::vector<std::string> names;
     for (Index l = 0; l < layers_; ++l)
@@ -118,7 +127,9 @@ class HeadDistanceAccumulator {
     return t;
   }
 
+  /// Examples added.
   std::size_t examples() const { return mean_.examples(); }
+  /// Heap bytes held (independent of the number of examples).
   std::size_t memory_bytes() const {
     std::size_t bytes = mean_.memory_bytes() + (example_.capacity() + thread_sums_.capacity()) * sizeof(T);
     for (const auto& e : entropy_) bytes += e.capacity() * sizeof(T);
@@ -129,13 +140,13 @@ class HeadDistanceAccumulator {
   Index layers_;
   Index heads_;
   std::string name_;
-  RunningMean<T> mean_;  // [layers*heads, layers*heads]
+  RunningMean<T> mean_;  ///< [layers*heads, layers*heads]
   std::vector<T> example_;
-  std::vector<T> thread_sums_;           // [threads, total, total]
-  std::vector<std::vector<T>> entropy_;  // per thread: row entropies of every head for the current row
+  std::vector<T> thread_sums_;           ///< [threads, total, total]
+  std::vector<std::vector<T>> entropy_;  ///< per thread: row entropies of every head for the current row
 };
 
-// The head-by-head JS distance matrix of one example.
+/// The head-by-head JS distance matrix of one example.
 template <class T>
 Table<T> head_js_distance(const AttentionView<T>& view) {
   HeadDistanceAccumulator<T> acc(view.layers(), view.heads());

@@ -1,11 +1,14 @@
 #pragma once
-// Token annotations for the sec. 4.3 analysis: the annotator's word labels (UPOS, subject/object, negation)
-// projected onto the tokens of an encoded example, in the form analysis/token_annotation.hpp consumes.
-// Every piece of a word carries the word's labels (PieceRule::all_pieces, see projection.hpp).
-//
-//   auto e = tokenizer.encode_pair(ex.text_a, ex.text_b);
-//   std::vector<darkbert::TokenAnnotation> tokens = darkbert::annotate_example(annotator, e, ex.text_a, ex.text_b);
-//   // tokens[i].upos == "NOUN", tokens[i].deprel == "obj", tokens[i].negation, tokens[i].is_special, ...
+/// @file
+/// Token annotations for the sec. 4.3 analysis: the annotator's word labels (UPOS, subject/object, negation)
+/// projected onto the tokens of an encoded example, in the form analysis/token_annotation.hpp consumes.
+/// Every piece of a word carries the word's labels (PieceRule::all_pieces, see projection.hpp).
+///
+/// @code
+/// auto e = tokenizer.encode_pair(ex.text_a, ex.text_b);
+/// std::vector<darkbert::TokenAnnotation> tokens = darkbert::annotate_example(annotator, e, ex.text_a, ex.text_b);
+/// // tokens[i].upos == "NOUN", tokens[i].deprel == "obj", tokens[i].negation, tokens[i].is_special, ...
+/// @endcode
 
 #include <optional>     // std::optional
 #include <string>       // std::string
@@ -20,8 +23,8 @@
 
 namespace darkbert {
 
-// Copies the labels of annotated words of text a (sequence 0) and, for pairs, text b (sequence 1) onto
-// the valid tokens of `e`. deprel is "nsubj", "nsubj:pass", "obj" or "" (the analysis convention for none).
+/// Copies the labels of annotated words of text a (sequence 0) and, for pairs, text b (sequence 1) onto
+/// the valid tokens of `e`. deprel is "nsubj", "nsubj:pass", "obj" or "" (the analysis convention for none).
 inline std::vector<TokenAnnotation> annotate_encoding(const Encoding& e, const std::vector<AnnotatedWord>& words_a,
                                                       const std::vector<AnnotatedWord>* words_b = nullptr) {
   auto out = annotations_from_encoding(e);
@@ -43,8 +46,8 @@ inline std::vector<TokenAnnotation> annotate_encoding(const Encoding& e, const s
   return out;
 }
 
-// Annotates the text(s) of an example with `annotator` and projects the labels onto `e`, which must have
-// been encoded from the same text(s).
+/// Annotates the text(s) of an example with `annotator` and projects the labels onto `e`, which must have
+/// been encoded from the same text(s).
 inline std::vector<TokenAnnotation> annotate_example(const Annotator& annotator, const Encoding& e,
                                                      std::string_view text_a,
                                                      std::optional<std::string_view> text_b = std::nullopt) {

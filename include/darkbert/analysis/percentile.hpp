@@ -1,10 +1,13 @@
 #pragma once
-// Percentiles as numpy computes them (numpy.percentile, default method "linear"), and the paper's way of
-// singling out heads (§3.2): the heads whose score is greater than the 99th percentile over all heads.
-//
-//   double p = percentile(std::span<const double>(values), 99.0);
-//   PercentileHeads<double> top = heads_above_percentile(framenet_matrix, 99.0);
-//   // top.threshold, top.heads = [{layer, head, value}, ...] strictly above the threshold, best first
+/// @file
+/// Percentiles as numpy computes them (numpy.percentile, default method "linear"), and the paper's way of
+/// singling out heads (§3.2): the heads whose score is greater than the 99th percentile over all heads.
+///
+/// @code
+/// double p = percentile(std::span<const double>(values), 99.0);
+/// PercentileHeads<double> top = heads_above_percentile(framenet_matrix, 99.0);
+/// // top.threshold, top.heads = [{layer, head, value}, ...] strictly above the threshold, best first
+/// @endcode
 
 #include <algorithm>  // std::sort, std::stable_sort
 #include <cmath>      // std::floor, std::isnan
@@ -17,9 +20,9 @@
 
 namespace darkbert {
 
-// The q-th percentile (q in [0, 100]) with linear interpolation between closest ranks — numpy's default:
-// virtual index (N-1)*q/100, then numpy's lerp (a + (b-a)*t, computed as b - (b-a)*(1-t) when t >= 0.5).
-// Throws on empty input or NaN values.
+/// The q-th percentile (q in [0, 100]) with linear interpolation between closest ranks — numpy's default:
+/// virtual index (N-1)*q/100, then numpy's lerp (a + (b-a)*t, computed as b - (b-a)*(1-t) when t >= 0.5).
+/// Throws on empty input or NaN values.
 template <class T>
 T percentile(std::span<const T> values, double q) {
   require(!values.empty(), "percentile: no values");
@@ -39,23 +42,26 @@ T percentile(std::span<const T> values, double q) {
   return static_cast<T>(gamma >= 0.5 ? b - diff * (1.0 - gamma) : a + diff * gamma);
 }
 
-// One head and its score.
+/// One head and its score.
 template <class T>
 struct ScoredHead {
-  Index layer = 0;
-  Index head = 0;
-  T value{};
+  Index layer = 0;  ///<  layer, from 0
+  Index head = 0;  ///<  head, from 0
+  T value{};  ///<  the head's score
 };
 
+/// The heads whose score exceeds a percentile over all heads (§3.2), with the threshold.
 template <class T>
 struct PercentileHeads {
-  double q = 99.0;                    // the percentile used
-  T threshold{};                      // percentile of all head scores
-  std::vector<ScoredHead<T>> heads;   // heads with score > threshold, highest first (ties: layer, head order)
+  double q = 99.0;                    ///< the percentile used
+  T threshold{};                      ///< percentile of all head scores
+  std::vector<ScoredHead<T>> heads;   ///< heads with score > threshold, highest first (ties: layer, head order)
 };
 
-// The heads of a [layers, heads] matrix whose value is strictly greater than its q-th percentile.
-//   auto top = heads_above_percentile(framenet_max_attention, 99.0);
+/// The heads of a [layers, heads] matrix whose value is strictly greater than its q-th percentile.
+/// @code
+/// auto top = heads_above_percentile(framenet_max_attention, 99.0);
+/// @endcode
 template <class T>
 PercentileHeads<T> heads_above_percentile(const HeadMatrix<T>& m, double q = 99.0) {
   m.check();

@@ -1,17 +1,22 @@
 #pragma once
-// Results of an analysis as plain data: a named 2-D table with row and column names, and writers to CSV,
-// JSON and .npy. The common case is a per-head matrix [layers x heads] (HeadMatrix); small tables such as
-// "[CLS] attention per category" or a task-metric report use the same type.
-//
-//   HeadMatrix<double> m = make_head_matrix<double>("cosine_pretrained_vs_finetuned", 12, 12);
-//   m(3, 7) = 0.91;
-//   write_table(m, "results/mrpc");   // results/mrpc/cosine_pretrained_vs_finetuned.{csv,json,npy}
-//
-// Formats (NaN is written as "nan", infinities as "inf" / "-inf", numbers in shortest round-trip form):
-//   CSV   header "<row_axis>,<col name>,...", then one line per row "<row name>,<v>,...".
-//   JSON  {"format": "darkbert-table/1", "name", "row_axis", "col_axis", "rows": [..], "cols": [..],
-//          "examples": N, "dtype": "float64"|"float32", "values": [[..], ..]}  (NaN/inf as the strings above)
-//   .npy  the values only, [rows, cols] C order, dtype of T (names live in the CSV/JSON).
+/// @file
+/// Results of an analysis as plain data: a named 2-D table with row and column names, and writers to CSV,
+/// JSON and .npy. The common case is a per-head matrix [layers x heads] (HeadMatrix); small tables such as
+/// "[CLS] attention per category" or a task-metric report use the same type.
+///
+/// @code
+/// HeadMatrix<double> m = make_head_matrix<double>("cosine_pretrained_vs_finetuned", 12, 12);
+/// m(3, 7) = 0.91;
+/// write_table(m, "results/mrpc");   // results/mrpc/cosine_pretrained_vs_finetuned.{csv,json,npy}
+/// @endcode
+///
+/// Formats (NaN is written as "nan", infinities as "inf" / "-inf", numbers in shortest round-trip form):
+/// @code
+/// CSV   header "<row_axis>,<col name>,...", then one line per row "<row name>,<v>,...".
+/// JSON  {"format": "darkbert-table/1", "name", "row_axis", "col_axis", "rows": [..], "cols": [..],
+///        "examples": N, "dtype": "float64"|"float32", "values": [[..], ..]}  (NaN/inf as the strings above)
+/// .npy  the values only, [rows, cols] C order, dtype of T (names live in the CSV/JSON).
+/// @endcode
 
 #include <cerrno>        // errno
 #include <charconv>      // std::to_chars, std::from_chars (shortest round-trip, locale-independent)
@@ -37,27 +42,33 @@
 
 namespace darkbert {
 
-// A named [rows, cols] table of numbers.
-//   Table<double> t = make_table<double>("cls_attention", "head", {"0", "1"}, "category", {"[SEP]", "other"});
-//   t(1, 0) = 0.42;
+/// A named [rows, cols] table of numbers.
+/// @code
+/// Table<double> t = make_table<double>("cls_attention", "head", {"0", "1"}, "category", {"[SEP]", "other"});
+/// t(1, 0) = 0.42;
+/// @endcode
 template <class T>
 struct Table {
-  std::string name;                    // what the numbers are; also the file stem in write_table
-  std::string row_axis = "row";        // what a row is ("layer")
-  std::string col_axis = "col";        // what a column is ("head")
-  std::vector<std::string> row_names;  // [rows]
-  std::vector<std::string> col_names;  // [cols]
-  xt::xtensor<T, 2> values;            // [rows, cols]
-  std::size_t examples = 0;            // number of examples aggregated into the values (0 = not applicable)
+  std::string name;                    ///< what the numbers are; also the file stem in write_table
+  std::string row_axis = "";        ///< what a row is ("layer")
+  std::string col_axis = "";        ///< what a column is ("head")
+  std::vector<std::string> row_names;  ///< [rows]
+  std::vector<std::string> col_names;  ///< [cols]
+  xt::xtensor<T, 2> values;            ///< [rows, cols]
+  std::size_t examples = 0;            ///< number of examples aggregated into the values (0 = not applicable)
 
+  /// Number of rows.
   Index rows() const { return static_cast<Index>(values.shape(0)); }
+  /// Number of columns.
   Index cols() const { return static_cast<Index>(values.shape(1)); }
+  /// Element (r, c).
   T& operator()(Index r, Index c) { return values(static_cast<std::size_t>(r), static_cast<std::size_t>(c)); }
+  /// Element (r, c).
   const T& operator()(Index r, Index c) const {
     return values(static_cast<std::size_t>(r), static_cast<std::size_t>(c));
   }
 
-  // Throws unless the names match the shape of the values.
+  /// Throws unless the names match the shape of the values.
   void check() const {
     require(row_names.size() == values.shape(0), "table '", name, "': ", row_names.size(), " row names for ",
             values.shape(0), " rows");
@@ -66,7 +77,7 @@ struct Table {
   }
 };
 
-// A per-head matrix: rows = layers ("0".."layers-1"), columns = heads ("0".."heads-1").
+/// A per-head matrix: rows = layers ("0".."layers-1"), columns = heads ("0".."heads-1").
 template <class T>
 using HeadMatrix = Table<T>;
 
@@ -79,7 +90,7 @@ inline std::vector<std::string> index_names(Index count) {
 }
 }  // namespace detail
 
-// A table of the given shape and names, every value = fill.
+/// A table of the given shape and names, every value = fill.
 template <class T>
 Table<T> make_table(std::string name, std::string row_axis, std::vector<std::string> row_names, std::string col_axis,
                     std::vector<std::string> col_names, T fill = T(0)) {
@@ -94,8 +105,10 @@ Table<T> make_table(std::string name, std::string row_axis, std::vector<std::str
   return t;
 }
 
-// A [layers x heads] matrix with rows "layer" 0.. and columns "head" 0.., every value = fill.
-//   auto m = make_head_matrix<float>("entropy", 12, 12);
+/// A [layers x heads] matrix with rows "layer" 0.. and columns "head" 0.., every value = fill.
+/// @code
+/// auto m = make_head_matrix<float>("entropy", 12, 12);
+/// @endcode
 template <class T>
 HeadMatrix<T> make_head_matrix(std::string name, Index layers, Index heads, T fill = T(0)) {
   require(layers >= 1 && heads >= 1, "head matrix '", name, "': needs layers >= 1 and heads >= 1, got ", layers,
@@ -104,7 +117,7 @@ HeadMatrix<T> make_head_matrix(std::string name, Index layers, Index heads, T fi
                        fill);
 }
 
-// Shortest text that reads back to exactly v; "nan", "inf", "-inf" for the non-finite values.
+/// Shortest text that reads back to exactly v; "nan", "inf", "-inf" for the non-finite values.
 template <class T>
 std::string format_number(T v) {
   if (std::isnan(v)) return "nan";
@@ -171,7 +184,7 @@ constexpr const char* dtype_name() {
 }
 }  // namespace detail
 
-// The table as CSV text (see the format at the top of this header).
+/// The table as CSV text (see the format at the top of this header).
 template <class T>
 std::string to_csv(const Table<T>& t) {
   t.check();
@@ -187,7 +200,7 @@ std::string to_csv(const Table<T>& t) {
   return out.str();
 }
 
-// The table as a JSON object (see the format at the top of this header).
+/// The table as a JSON object (see the format at the top of this header).
 template <class T>
 nlohmann::json to_json(const Table<T>& t) {
   t.check();
@@ -202,7 +215,7 @@ nlohmann::json to_json(const Table<T>& t) {
           {"examples", t.examples},       {"dtype", detail::dtype_name<T>()}, {"values", std::move(values)}};
 }
 
-// Reads a table written by to_json; `source` names the file in error messages.
+/// Reads a table written by to_json; `source` names the file in error messages.
 template <class T>
 Table<T> table_from_json(const nlohmann::json& j, const std::string& source) {
   require(j.is_object(), source, ": expected a JSON object");
@@ -244,6 +257,7 @@ Table<T> table_from_json(const nlohmann::json& j, const std::string& source) {
   return t;
 }
 
+/// Writes the table as CSV with a header row of column labels and a first column of row labels.
 template <class T>
 void write_csv(const Table<T>& t, const std::filesystem::path& path) {
   const std::string text = to_csv(t);
@@ -252,6 +266,7 @@ void write_csv(const Table<T>& t, const std::filesystem::path& path) {
   detail::finish_writing(out, path);
 }
 
+/// Writes the table as JSON: name, row and column labels, values.
 template <class T>
 void write_json(const Table<T>& t, const std::filesystem::path& path) {
   const std::string text = to_json(t).dump(1) + "\n";
@@ -260,6 +275,7 @@ void write_json(const Table<T>& t, const std::filesystem::path& path) {
   detail::finish_writing(out, path);
 }
 
+/// Writes the values as a 2-D .npy array.
 template <class T>
 void write_npy(const Table<T>& t, const std::filesystem::path& path) {
   t.check();
@@ -269,7 +285,7 @@ void write_npy(const Table<T>& t, const std::filesystem::path& path) {
   detail::finish_writing(out, path);
 }
 
-// Reads a JSON table file written by write_json.
+/// Reads a JSON table file written by write_json.
 template <class T>
 Table<T> read_json_table(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -283,8 +299,10 @@ Table<T> read_json_table(const std::filesystem::path& path) {
   return table_from_json<T>(j, path.string());
 }
 
-// Writes <dir>/<name>.csv, <dir>/<name>.json and <dir>/<name>.npy (creating dir).
-//   write_table(head_matrix, "out/sst2");
+/// Writes `<dir>/<name>.csv`, `<dir>/<name>.json` and `<dir>/<name>.npy` (creating dir).
+/// @code
+/// write_table(head_matrix, "out/sst2");
+/// @endcode
 template <class T>
 void write_table(const Table<T>& t, const std::filesystem::path& dir) {
   require(!t.name.empty() && t.name.find_first_of("/\\") == std::string::npos && t.name != "." && t.name != "..",

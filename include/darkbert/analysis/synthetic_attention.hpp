@@ -1,13 +1,16 @@
 #pragma once
-// Seeded random attention maps with the exact structure a model produces — for tests, benchmarks and
-// trying out the metrics without a model. Each query row is a softmax of N(0, spread^2) logits over its
-// allowed keys and exactly 0 elsewhere: keys j < n (padding keys masked), and for causal models j <= i.
-// Padding query rows (i >= n) attend to the non-padding keys like Hugging Face models do.
-//
-//   std::mt19937_64 rng(42);
-//   std::vector<float> maps(12 * 12 * 128 * 128);
-//   fill_random_attention<float>(maps, 12, 12, 128, /*n=*/97, /*causal=*/false, rng);
-//   auto view = AttentionView<float>::contiguous(maps.data(), 12, 12, 128, 97, false);
+/// @file
+/// Seeded random attention maps with the exact structure a model produces — for tests, benchmarks and
+/// trying out the metrics without a model. Each query row is a softmax of N(0, spread^2) logits over its
+/// allowed keys and exactly 0 elsewhere: keys j < n (padding keys masked), and for causal models j <= i.
+/// Padding query rows (i >= n) attend to the non-padding keys like Hugging Face models do.
+///
+/// @code
+/// std::mt19937_64 rng(42);
+/// std::vector<float> maps(12 * 12 * 128 * 128);
+/// fill_random_attention<float>(maps, 12, 12, 128, /*n=*/97, /*causal=*/false, rng);
+/// auto view = AttentionView<float>::contiguous(maps.data(), 12, 12, 128, 97, false);
+/// @endcode
 
 #include <algorithm>  // std::max_element, std::min, std::fill
 #include <cmath>      // std::exp
@@ -20,7 +23,7 @@
 
 namespace darkbert {
 
-// Fills `out` ([layers, heads, L, L], contiguous) with random valid attention maps of valid length n.
+/// Fills `out` ([layers, heads, L, L], contiguous) with random valid attention maps of valid length n.
 template <class T>
 void fill_random_attention(std::span<T> out, Index layers, Index heads, Index padded_length, Index length, bool causal,
                            std::mt19937_64& rng, double spread = 2.0) {

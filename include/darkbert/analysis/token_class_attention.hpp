@@ -1,19 +1,24 @@
 #pragma once
-// Attention to linguistic features (paper §3.4, Fig. 6): how much attention a token class receives.
-//
-// Definition (per head, per example), following the paper's method section:
-//   received(j) = sum over valid queries i of a[i][j]              (the weight token j gets "from every token")
-//   score(j)    = received(j) / n                                   (normalised by sequence length n)
-//   example     = max over tokens j of the class of score(j)        (several nouns / negations: the maximum)
-//   dataset     = mean over the examples that contain the class     (examples without it are disregarded)
-// For causal models only queries i >= j can see token j; with ReceivedNormalisation::visible_queries the sum
-// is divided by the number of such queries (n - j) instead of n, which removes the bias towards early tokens.
-// The default (sequence_length) is the paper's definition.
-//
-//   TokenClassAttention<float> acc(12, 12, {token_class::sep_token(), token_class::cls_token(),
-//                                           token_class::upos("NOUN"), token_class::negation()});
-//   for (each example) acc.add(view, tokens);
-//   std::vector<HeadMatrix<float>> maps = acc.result();   // one [layers, heads] matrix per class
+/// @file
+/// Attention to linguistic features (paper §3.4, Fig. 6): how much attention a token class receives.
+///
+/// Definition (per head, per example), following the paper's method section:
+/// @code
+/// received(j) = sum over valid queries i of a[i][j]              (the weight token j gets "from every token")
+/// score(j)    = received(j) / n                                   (normalised by sequence length n)
+/// example     = max over tokens j of the class of score(j)        (several nouns / negations: the maximum)
+/// dataset     = mean over the examples that contain the class     (examples without it are disregarded)
+/// @endcode
+/// For causal models only queries i >= j can see token j; with ReceivedNormalisation::visible_queries the sum
+/// is divided by the number of such queries (n - j) instead of n, which removes the bias towards early tokens.
+/// The default (sequence_length) is the paper's definition.
+///
+/// @code
+/// TokenClassAttention<float> acc(12, 12, {token_class::sep_token(), token_class::cls_token(),
+///                                         token_class::upos("NOUN"), token_class::negation()});
+/// for (each example) acc.add(view, tokens);
+/// std::vector<HeadMatrix<float>> maps = acc.result();   // one [layers, heads] matrix per class
+/// @endcode
 
 #include <algorithm>  // std::max
 #include <cstddef>    // std::size_t
@@ -32,16 +37,18 @@
 
 namespace darkbert {
 
+/// What the attention a token class receives is divided by.
 enum class ReceivedNormalisation {
-  sequence_length,  // divide by n (the paper)
-  visible_queries,  // divide by the number of queries that can see the token: n (bidirectional), n - j (causal)
+  sequence_length,  ///< divide by n (the paper)
+  visible_queries,  ///< divide by the number of queries that can see the token: n (bidirectional), n - j (causal)
 };
 
-// Streaming §3.4 measure for several token classes at once. Memory: classes*layers*heads sums plus scratch
-// buffers of size O(max valid length seen); nothing grows with the number of examples.
+/// Streaming §3.4 measure for several token classes at once. Memory: classes*layers*heads sums plus scratch
+/// buffers of size O(max valid length seen); nothing grows with the number of examples.
 template <class T>
 class TokenClassAttention {
  public:
+  /// Empty means for each class in `classes` over `layers` × `heads` heads.
   TokenClassAttention(Index layers, Index heads, std::vector<TokenClass> classes,
                       ReceivedNormalisation normalisation = ReceivedNormalisation::sequence_length)
       : layers_(layers), heads_(heads), classes_(std::move(classes)), normalisation_(normalisation) {
@@ -53,7 +60,7 @@ class TokenClassAttention {
     example_.resize(static_cast<std::size_t>(layers * heads));
   }
 
-  // Folds in one example. `tokens` annotates the valid tokens (or all L positions; only the first n are used).
+  /// Folds in one example. `tokens` annotates the valid tokens (or all L positions; only the first n are used).
   void add(const AttentionView<T>& view, std::span<const TokenAnnotation> tokens) {
     detail::require_shape(view, layers_, heads_, "token class attention");
     detail::require_annotations(view, tokens, "token class attention");
@@ -107,6 +114,7 @@ class TokenClassAttention {
     }
   }
 
+  /// Adds another accumulator's examples (same classes).
   void merge(const TokenClassAttention& other) {
     require(other.classes_.size() == classes_.size(), "token class attention: cannot merge ", other.classes_.size(),
             " classes into ", classes_.size());
@@ -118,8 +126,8 @@ class TokenClassAttention {
     examples_ += other.examples_;
   }
 
-  // One [layers, heads] matrix per class, named "attention_to_<class name>", in the order given; its
-  // `examples` is the number of examples that contained the class (NaN everywhere if none did).
+  /// One [layers, heads] matrix per class, named "attention_to_<class name>", in the order given; its
+  /// `examples` is the number of examples that contained the class (NaN everywhere if none did).
   std::vector<HeadMatrix<T>> result() const {
     std::vector<HeadMatrix<T>> out;
     for (std::size_t c = 0; c < classes_.size(); ++c) {
@@ -129,10 +137,14 @@ class TokenClassAttention {
     return out;
   }
 
+  /// The classes measured.
   const std::vector<TokenClass>& classes() const { return classes_; }
+  /// Examples added.
   std::size_t examples() const { return examples_; }  // all examples added
+  /// Examples that had a token of class `class_index`.
   std::size_t examples_with(std::size_t class_index) const { return means_.at(class_index).examples(); }
 
+  /// Heap bytes held (independent of the number of examples).
   std::size_t memory_bytes() const {
     std::size_t bytes = example_.capacity() * sizeof(T) + received_.capacity() * sizeof(T) +
                         divisor_.capacity() * sizeof(T) + member_index_.capacity() * sizeof(Index) +
@@ -148,7 +160,7 @@ class TokenClassAttention {
   ReceivedNormalisation normalisation_;
   std::vector<RunningMean<T>> means_;
   std::size_t examples_ = 0;
-  // scratch, reused across examples
+  /// scratch, reused across examples
   std::vector<T> example_;
   std::vector<T> received_;
   std::vector<T> divisor_;
@@ -156,8 +168,10 @@ class TokenClassAttention {
   std::vector<std::size_t> member_begin_;
 };
 
-// The §3.4 score of one example for one class; std::nullopt when the example has no token of the class.
-//   auto m = attention_to_class(view, tokens, token_class::sep_token());
+/// The §3.4 score of one example for one class; std::nullopt when the example has no token of the class.
+/// @code
+/// auto m = attention_to_class(view, tokens, token_class::sep_token());
+/// @endcode
 template <class T>
 std::optional<HeadMatrix<T>> attention_to_class(
     const AttentionView<T>& view, std::span<const TokenAnnotation> tokens, const TokenClass& cls,

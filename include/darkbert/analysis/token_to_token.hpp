@@ -1,26 +1,31 @@
 #pragma once
-// Token-to-token attention (paper §3.5, Fig. 7): attention from tokens of one class to tokens of another
-// (verb -> subject, pronoun -> noun), and how one query token (usually [CLS]) spreads its attention over
-// token categories.
-//
-// ClassToClassAttention, per head and example, over the valid pairs (i in class A, j in class B, i != j, j
-// visible from i — causal models: j <= i):
-//   mass = mean over A tokens i that have at least one such j of  sum_j a[i][j]   (share of A's attention on B)
-//   max  = max over all such pairs of a[i][j]
-// averaged over the examples that have at least one valid pair (others are counted in skipped()).
-// For dependency-linked pairs (each subject with its own verb) use LinkAttentionAccumulator instead.
-//
-// QueryCategoryAttention, per head and example: the attention row of the query token (the first valid token
-// of the query class, or an explicit position) split over categories — each valid key goes to the FIRST
-// category it matches, keys matching none go to "other" — so the shares of one row sum to 1. Averaged over the
-// examples that have a query token.
-//
-//   ClassToClassAttention<float> v2s(12, 12, token_class::upos("VERB"), token_class::subject());
-//   QueryCategoryAttention<float> cls(12, 12, token_class::cls_token(),
-//       {token_class::cls_token(), token_class::sep_token(), token_class::punctuation(), token_class::upos("NOUN")});
-//   for (each example) { v2s.add(view, tokens); cls.add(view, tokens); }
-//   auto [mass, max] = v2s.result();
-//   Table<float> last_layer = cls.layer_table(11);       // [heads, categories + other]
+/// @file
+/// Token-to-token attention (paper §3.5, Fig. 7): attention from tokens of one class to tokens of another
+/// (verb -> subject, pronoun -> noun), and how one query token (usually [CLS]) spreads its attention over
+/// token categories.
+///
+/// ClassToClassAttention, per head and example, over the valid pairs (i in class A, j in class B, i != j, j
+/// visible from i — causal models: j <= i):
+/// @code
+/// mass = mean over A tokens i that have at least one such j of  sum_j a[i][j]   (share of A's attention on B)
+/// max  = max over all such pairs of a[i][j]
+/// @endcode
+/// averaged over the examples that have at least one valid pair (others are counted in skipped()).
+/// For dependency-linked pairs (each subject with its own verb) use LinkAttentionAccumulator instead.
+///
+/// QueryCategoryAttention, per head and example: the attention row of the query token (the first valid token
+/// of the query class, or an explicit position) split over categories — each valid key goes to the FIRST
+/// category it matches, keys matching none go to "other" — so the shares of one row sum to 1. Averaged over the
+/// examples that have a query token.
+///
+/// @code
+/// ClassToClassAttention<float> v2s(12, 12, token_class::upos("VERB"), token_class::subject());
+/// QueryCategoryAttention<float> cls(12, 12, token_class::cls_token(),
+///     {token_class::cls_token(), token_class::sep_token(), token_class::punctuation(), token_class::upos("NOUN")});
+/// for (each example) { v2s.add(view, tokens); cls.add(view, tokens); }
+/// auto [mass, max] = v2s.result();
+/// Table<float> last_layer = cls.layer_table(11);       // [heads, categories + other]
+/// @endcode
 
 #include <algorithm>  // std::max, std::fill
 #include <cstddef>    // std::size_t
@@ -39,15 +44,23 @@
 
 namespace darkbert {
 
+/// Mean class-to-class attention per head.
 template <class T>
 struct ClassToClassResult {
-  HeadMatrix<T> mass;  // mean share of a class-A token's attention that lands on class-B tokens
-  HeadMatrix<T> max;   // maximum single weight from a class-A token to a class-B token
+  HeadMatrix<T> mass;  ///< mean share of a class-A token's attention that lands on class-B tokens
+  HeadMatrix<T> max;   ///< maximum single weight from a class-A token to a class-B token
 };
 
+/// Streaming attention from tokens of one class to tokens of another (§3.5), e.g. verbs to subjects.
+/// @code
+/// darkbert::ClassToClassAttention<float> acc(12, 12, darkbert::upos("VERB"), darkbert::deprel("nsubj"));
+/// acc.add(view, tokens);                         // once per example
+/// auto r = acc.result();                         // r.mass, r.max: [12, 12]
+/// @endcode
 template <class T>
 class ClassToClassAttention {
  public:
+  /// Empty means over `layers` × `heads` heads for attention from class `from` to class `to`.
   ClassToClassAttention(Index layers, Index heads, TokenClass from, TokenClass to)
       : layers_(layers), heads_(heads), from_(std::move(from)), to_(std::move(to)), mass_(layers, heads),
         max_(layers, heads), example_mass_(static_cast<std::size_t>(layers * heads)),
@@ -56,7 +69,7 @@ class ClassToClassAttention {
             "class-to-class attention: token class without predicate");
   }
 
-  // Folds in one example; returns false (counted in skipped()) when it has no valid (A, B) pair.
+  /// Folds in one example; returns false (counted in skipped()) when it has no valid (A, B) pair.
   bool add(const AttentionView<T>& view, std::span<const TokenAnnotation> tokens) {
     detail::require_shape(view, layers_, heads_, "class-to-class attention");
     detail::require_annotations(view, tokens, "class-to-class attention");
@@ -104,6 +117,7 @@ class ClassToClassAttention {
     return true;
   }
 
+  /// Adds another accumulator's examples.
   void merge(const ClassToClassAttention& other) {
     require(other.from_.name == from_.name && other.to_.name == to_.name,
             "class-to-class attention: cannot merge '", other.from_.name, "' -> '", other.to_.name, "' into '",
@@ -113,7 +127,7 @@ class ClassToClassAttention {
     skipped_ += other.skipped_;
   }
 
-  // Tables named "<A>_to_<B>_mass" and "<A>_to_<B>_max"; NaN when no example counted.
+  /// Tables named "<A>_to_<B>_mass" and "<A>_to_<B>_max"; NaN when no example counted.
   ClassToClassResult<T> result() const {
     const std::string stem = from_.name + "_to_" + to_.name;
     ClassToClassResult<T> r{make_head_matrix<T>(stem + "_mass", layers_, heads_),
@@ -123,8 +137,11 @@ class ClassToClassAttention {
     return r;
   }
 
+  /// Examples that had tokens of both classes.
   std::size_t examples() const { return mass_.examples(); }
+  /// Examples without a token of one of the classes.
   std::size_t skipped() const { return skipped_; }
+  /// Heap bytes held (independent of the number of examples).
   std::size_t memory_bytes() const {
     return mass_.memory_bytes() + max_.memory_bytes() + (example_mass_.capacity() + example_max_.capacity()) * sizeof(T) +
            (sources_.capacity() + targets_.capacity()) * sizeof(Index);
@@ -144,7 +161,7 @@ class ClassToClassAttention {
   std::vector<Index> targets_;
 };
 
-// One example's class-to-class attention; std::nullopt when it has no valid pair.
+/// One example's class-to-class attention; std::nullopt when it has no valid pair.
 template <class T>
 std::optional<ClassToClassResult<T>> class_to_class_attention(const AttentionView<T>& view,
                                                              std::span<const TokenAnnotation> tokens,
@@ -154,9 +171,14 @@ std::optional<ClassToClassResult<T>> class_to_class_attention(const AttentionVie
   return acc.result();
 }
 
+/// Streaming share of one query class's attention on each of several categories (§3.5: [CLS]'s attention by category).
+/// @code
+/// darkbert::QueryCategoryAttention<float> acc(12, 12, darkbert::cls_token(), {darkbert::sep_token(), darkbert::punctuation()});
+/// @endcode
 template <class T>
 class QueryCategoryAttention {
  public:
+  /// Empty means over `layers` × `heads` heads for queries of class `query`.
   QueryCategoryAttention(Index layers, Index heads, TokenClass query, std::vector<TokenClass> categories)
       : layers_(layers), heads_(heads), query_(std::move(query)), categories_(std::move(categories)),
         mean_(layers * heads, static_cast<Index>(categories_.size()) + 1),
@@ -167,8 +189,8 @@ class QueryCategoryAttention {
       require(static_cast<bool>(c.test), "query category attention: category '", c.name, "' has no predicate");
   }
 
-  // Folds in one example, the query being its first valid token of the query class; returns false (counted
-  // in skipped()) when there is none.
+  /// Folds in one example, the query being its first valid token of the query class; returns false (counted
+  /// in skipped()) when there is none.
   bool add(const AttentionView<T>& view, std::span<const TokenAnnotation> tokens) {
     detail::require_annotations(view, tokens, "query category attention");
     for (Index i = 0; i < view.length(); ++i)
@@ -177,7 +199,7 @@ class QueryCategoryAttention {
     return false;
   }
 
-  // Folds in one example with an explicit query position (e.g. the last valid token of a causal model).
+  /// Folds in one example with an explicit query position (e.g. the last valid token of a causal model).
   bool add(const AttentionView<T>& view, std::span<const TokenAnnotation> tokens, Index query) {
     detail::require_shape(view, layers_, heads_, "query category attention");
     detail::require_annotations(view, tokens, "query category attention");
@@ -204,6 +226,7 @@ class QueryCategoryAttention {
     return true;
   }
 
+  /// Adds another accumulator's examples.
   void merge(const QueryCategoryAttention& other) {
     require(other.categories_.size() == categories_.size() && other.query_.name == query_.name,
             "query category attention: cannot merge accumulators with different query or categories");
@@ -211,7 +234,7 @@ class QueryCategoryAttention {
     skipped_ += other.skipped_;
   }
 
-  // Names of the columns: the categories in order, then "other".
+  /// Names of the columns: the categories in order, then "other".
   std::vector<std::string> category_names() const {
     std::vector<std::string> names;
     for (const auto& c : categories_) names.push_back(c.name);
@@ -219,7 +242,7 @@ class QueryCategoryAttention {
     return names;
   }
 
-  // One [layers, heads] matrix per category (+ "other"), named "<query>_attention_to_<category>".
+  /// One [layers, heads] matrix per category (+ "other"), named "<query>_attention_to_<category>".
   std::vector<HeadMatrix<T>> result() const {
     std::vector<HeadMatrix<T>> out;
     const auto names = category_names();
@@ -235,7 +258,7 @@ class QueryCategoryAttention {
     return out;
   }
 
-  // One layer as a [heads, categories + other] table (the paper's Fig. 7 uses the last layer).
+  /// One layer as a [heads, categories + other] table (the paper's Fig. 7 uses the last layer).
   Table<T> layer_table(Index layer) const {
     require(layer >= 0 && layer < layers_, "query category attention: layer ", layer, " is outside [0, ", layers_,
             ")");
@@ -247,8 +270,11 @@ class QueryCategoryAttention {
     return t;
   }
 
+  /// Examples that had a query token.
   std::size_t examples() const { return mean_.examples(); }
+  /// Examples without a query token.
   std::size_t skipped() const { return skipped_; }
+  /// Heap bytes held (independent of the number of examples).
   std::size_t memory_bytes() const {
     return mean_.memory_bytes() + example_.capacity() * sizeof(T) + category_.capacity() * sizeof(Index);
   }
@@ -258,14 +284,16 @@ class QueryCategoryAttention {
   Index heads_;
   TokenClass query_;
   std::vector<TokenClass> categories_;
-  RunningMean<T> mean_;  // [layers*heads, categories+1]
+  RunningMean<T> mean_;  ///< [layers*heads, categories+1]
   std::size_t skipped_ = 0;
   std::vector<T> example_;
   std::vector<Index> category_;
 };
 
-// One example's query attention per category (+ "other"); std::nullopt when it has no token of the query class.
-//   auto shares = query_category_attention(view, tokens, token_class::cls_token(), {token_class::sep_token()});
+/// One example's query attention per category (+ "other"); std::nullopt when it has no token of the query class.
+/// @code
+/// auto shares = query_category_attention(view, tokens, token_class::cls_token(), {token_class::sep_token()});
+/// @endcode
 template <class T>
 std::optional<std::vector<HeadMatrix<T>>> query_category_attention(const AttentionView<T>& view,
                                                                   std::span<const TokenAnnotation> tokens,

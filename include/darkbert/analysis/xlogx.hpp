@@ -1,16 +1,19 @@
 #pragma once
-// Fast, accurate sums of x ln x over attention rows — the inner loop of entropies and Jensen–Shannon
-// distances (head_summary.hpp, js_distance.hpp), which need ~1e8 logarithms per BERT-base example.
-//
-//   float h = -detail::xlogx_sum(row, k);             // entropy of a row, nats
-//   float m = detail::mixture_xlogx_sum(p, q, k);     // sum of m ln m with m = (p + q) / 2
-//
-// The logarithm is written as plain arithmetic on the IEEE bits (no library call, no branches) so the
-// `omp simd` loops vectorise, and on x86-64 every kernel is compiled for AVX-512, AVX2 and baseline SSE2
-// with the best one picked at run time (GCC/Clang target_clones). Accuracy: float — Cephes logf polynomial,
-// relative error of x ln x below 2e-7; double — fdlibm's __ieee754_log, below 2 ulp. Inputs must be
-// >= 0 (attention weights); x = 0 gives exactly 0 (0 ln 0 = 0); subnormal x (< 1e-38 / 1e-308) give a
-// value within 1e-36 / 1e-305 of x ln x.
+/// @file
+/// Fast, accurate sums of x ln x over attention rows — the inner loop of entropies and Jensen–Shannon
+/// distances (head_summary.hpp, js_distance.hpp), which need ~1e8 logarithms per BERT-base example.
+///
+/// @code
+/// float h = -detail::xlogx_sum(row, k);             // entropy of a row, nats
+/// float m = detail::mixture_xlogx_sum(p, q, k);     // sum of m ln m with m = (p + q) / 2
+/// @endcode
+///
+/// The logarithm is written as plain arithmetic on the IEEE bits (no library call, no branches) so the
+/// `omp simd` loops vectorise, and on x86-64 every kernel is compiled for AVX-512, AVX2 and baseline SSE2
+/// with the best one picked at run time (GCC/Clang target_clones). Accuracy: float — Cephes logf polynomial,
+/// relative error of x ln x below 2e-7; double — fdlibm's __ieee754_log, below 2 ulp. Inputs must be
+/// >= 0 (attention weights); x = 0 gives exactly 0 (0 ln 0 = 0); subnormal x (< 1e-38 / 1e-308) give a
+/// value within 1e-36 / 1e-305 of x ln x.
 
 #include <bit>      // std::bit_cast
 #include <cstdint>  // std::int32_t, std::int64_t
@@ -18,6 +21,8 @@
 #include "darkbert/core/matrix.hpp"  // darkbert::Index
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(__INTEL_COMPILER)
+/// Compiles a function for AVX-512, AVX2 and baseline x86-64, the best picked at load time (undefined at the
+/// end of this header).
 #define DARKBERT_MULTIVERSION __attribute__((target_clones("default", "avx2", "arch=skylake-avx512")))
 #else
 #define DARKBERT_MULTIVERSION
@@ -25,7 +30,7 @@
 
 namespace darkbert::detail {
 
-// x ln x for x >= 0 (float): x = 2^e f, f in [sqrt(1/2), sqrt(2)), ln f by the Cephes logf polynomial.
+/// x ln x for x >= 0 (float): x = 2^e f, f in [sqrt(1/2), sqrt(2)), ln f by the Cephes logf polynomial.
 inline float xlogx(float x) {
   const std::int32_t bits = std::bit_cast<std::int32_t>(x);
   const std::int32_t below = (bits & 0x7fffff) < 0x3504f3;  // 1.mantissa < sqrt(2): use f = 2 * 0.mantissa
@@ -48,7 +53,7 @@ inline float xlogx(float x) {
   return x * ln;
 }
 
-// x ln x for x >= 0 (double): fdlibm __ieee754_log (s = f/(2+f), R(s^2) of degree 14, ln 2 split hi/lo).
+/// x ln x for x >= 0 (double): fdlibm __ieee754_log (s = f/(2+f), R(s^2) of degree 14, ln 2 split hi/lo).
 inline double xlogx(double x) {
   const std::int64_t bits = std::bit_cast<std::int64_t>(x);
   constexpr std::int64_t mantissa = 0xfffffffffffffLL;
@@ -68,7 +73,7 @@ inline double xlogx(double x) {
   return x * ln;
 }
 
-// sum_j x[j] ln x[j], j < k.
+/// sum_j x[j] ln x[j], j < k.
 DARKBERT_MULTIVERSION inline float xlogx_sum(const float* x, Index k) {
   float s = 0;
 #pragma omp simd reduction(+ : s)
@@ -82,7 +87,7 @@ DARKBERT_MULTIVERSION inline double xlogx_sum(const double* x, Index k) {
   return s;
 }
 
-// sum_j m ln m with m = (p[j] + q[j]) / 2, j < k.
+/// sum_j m ln m with m = (p[j] + q[j]) / 2, j < k.
 DARKBERT_MULTIVERSION inline float mixture_xlogx_sum(const float* p, const float* q, Index k) {
   float s = 0;
 #pragma omp simd reduction(+ : s)

@@ -1,17 +1,20 @@
 #pragma once
-// Differentiable functions on tape Vars. Each computes its output with a kernel from model/ops/ and
-// records the closure that runs the kernel's backward; shapes in the comment above each one. Tensors are
-// row-major; a Var of rank r is treated as a [rows, cols] matrix over its last axis where that matters.
-//
-//   Tape<float> tape;
-//   auto x = tape.external(input.data(), {B, H});
-//   auto w = parameter(tape, linear.weight, &grads.weight), b = parameter(tape, linear.bias, &grads.bias);
-//   auto logits = linear(tape, x, w, b);
-//   auto loss = cross_entropy(tape, logits, labels.data());
-//   tape.backward(loss);
-//
-// A tape that is not recording (Tape::set_recording(false)) runs the same functions as plain inference:
-// no gradients are allocated and nothing is recorded.
+/// @file
+/// Differentiable functions on tape Vars. Each computes its output with a kernel from model/ops/ and
+/// records the closure that runs the kernel's backward; shapes in the comment above each one. Tensors are
+/// row-major; a Var of rank r is treated as a [rows, cols] matrix over its last axis where that matters.
+///
+/// @code
+/// Tape<float> tape;
+/// auto x = tape.external(input.data(), {B, H});
+/// auto w = parameter(tape, linear.weight, &grads.weight), b = parameter(tape, linear.bias, &grads.bias);
+/// auto logits = linear(tape, x, w, b);
+/// auto loss = cross_entropy(tape, logits, labels.data());
+/// tape.backward(loss);
+/// @endcode
+///
+/// A tape that is not recording (Tape::set_recording(false)) runs the same functions as plain inference:
+/// no gradients are allocated and nothing is recorded.
 
 #include <algorithm>  // std::fill, std::max
 #include <limits>     // std::numeric_limits
@@ -28,18 +31,19 @@
 
 namespace darkbert::autodiff {
 
-// A parameter (matrix or vector) as a Var; its gradient accumulates into `grad` (null: frozen).
+/// A parameter (matrix or vector) as a Var; its gradient accumulates into `grad` (null: frozen).
 template <class T>
 Var<T> parameter(Tape<T>& tape, Matrix<T>& value, Matrix<T>* grad) {
   return tape.external(value.data(), {value.rows(), value.cols()}, grad ? grad->data() : nullptr);
 }
+/// A vector parameter on the tape (its gradient, if given, accumulates into `grad`).
 template <class T>
 Var<T> parameter(Tape<T>& tape, Vector<T>& value, Vector<T>* grad) {
   return tape.external(value.data(), {value.size()}, grad ? grad->data() : nullptr);
 }
 
-// y = f(x Wᵀ + b):  x [rows, in], w [out, in], b [out] (invalid Var: no bias) -> y [rows, out].
-// `into`, when valid, is the output Var to write (e.g. a model output tensor).
+/// y = f(x Wᵀ + b):  x [rows, in], w [out, in], b [out] (invalid Var: no bias) -> y [rows, out].
+/// `into`, when valid, is the output Var to write (e.g. a model output tensor).
 template <class T>
 Var<T> linear(Tape<T>& tape, const Var<T>& x, const Var<T>& w, const Var<T>& b, Activation f = Activation::none,
               Var<T> into = {}) {
@@ -59,7 +63,7 @@ Var<T> linear(Tape<T>& tape, const Var<T>& x, const Var<T>& w, const Var<T>& b, 
   return y;
 }
 
-// y = f(x), element-wise, any shape.
+/// y = f(x), element-wise, any shape.
 template <class T>
 Var<T> activation(Tape<T>& tape, const Var<T>& x, Activation f) {
   Var<T> y = tape.variable(x.shape());
@@ -73,7 +77,7 @@ Var<T> activation(Tape<T>& tape, const Var<T>& x, Activation f) {
   return y;
 }
 
-// y = LayerNorm(x) over the last axis:  x [rows, cols], w, b [cols] -> y [rows, cols].
+/// y = LayerNorm(x) over the last axis:  x [rows, cols], w, b [cols] -> y [rows, cols].
 template <class T>
 Var<T> layer_norm(Tape<T>& tape, const Var<T>& x, const Var<T>& w, const Var<T>& b, double eps) {
   const Index rows = x.rows(), cols = x.cols();
@@ -90,7 +94,7 @@ Var<T> layer_norm(Tape<T>& tape, const Var<T>& x, const Var<T>& w, const Var<T>&
   return y;
 }
 
-// y = a + b (same shape).
+/// y = a + b (same shape).
 template <class T>
 Var<T> add(Tape<T>& tape, const Var<T>& a, const Var<T>& b) {
   require(a.shape() == b.shape(), "autodiff::add: shapes differ (", a.size(), " vs ", b.size(), " elements)");
@@ -106,7 +110,7 @@ Var<T> add(Tape<T>& tape, const Var<T>& a, const Var<T>& b) {
   return y;
 }
 
-// y = Σ x (a scalar).
+/// y = Σ x (a scalar).
 template <class T>
 Var<T> sum(Tape<T>& tape, const Var<T>& x) {
   Var<T> y = tape.variable({});
@@ -120,7 +124,7 @@ Var<T> sum(Tape<T>& tape, const Var<T>& x) {
   return y;
 }
 
-// Inverted dropout with a counter-based mask (ops/dropout.hpp); identity when mask.p == 0.
+/// Inverted dropout with a counter-based mask (ops/dropout.hpp); identity when mask.p == 0.
 template <class T>
 Var<T> dropout(Tape<T>& tape, const Var<T>& x, const ops::DropoutMask& mask) {
   if (!mask.active()) return x;
@@ -135,7 +139,7 @@ Var<T> dropout(Tape<T>& tape, const Var<T>& x, const ops::DropoutMask& mask) {
   return y;
 }
 
-// y[r] = x[rows[r]]:  x [R0, C] -> y [count, C]. `rows` must live until backward.
+/// y[r] = x[rows[r]]:  x [R0, C] -> y [count, C]. `rows` must live until backward.
 template <class T>
 Var<T> gather_rows(Tape<T>& tape, const Var<T>& x, const Index* rows, Index count) {
   const Index C = x.cols(), R0 = x.rows();
@@ -150,8 +154,8 @@ Var<T> gather_rows(Tape<T>& tape, const Var<T>& x, const Index* rows, Index coun
   return y;
 }
 
-// y[i] = table[ids[i]]:  table [V, H], ids [n] -> y [n, H]. Row `padding_idx` gets no gradient (as
-// Hugging Face's nn.Embedding(padding_idx=...)); -1 = none. `ids` must live until backward.
+/// y[i] = table[ids[i]]:  table [V, H], ids [n] -> y [n, H]. Row `padding_idx` gets no gradient (as
+/// Hugging Face's nn.Embedding(padding_idx=...)); -1 = none. `ids` must live until backward.
 template <class T>
 Var<T> embedding(Tape<T>& tape, const Var<T>& table, const int* ids, Index n, int padding_idx = -1) {
   const Index V = table.rows(), H = table.cols();
@@ -168,10 +172,12 @@ Var<T> embedding(Tape<T>& tape, const Var<T>& table, const int* ids, Index n, in
   return y;
 }
 
-// Multi-head scaled dot-product attention on a fused projection (the layout of the transformer block):
-//   qkv [B·L, 3H] (Q | K | V, head h in columns h·d..), key_mask [B, L] (1 = real) -> ctx [B·L, H].
-// Padding keys are masked, and future keys too when causal; `mask` drops attention probabilities.
-// `key_mask` must live until backward.
+/// Multi-head scaled dot-product attention on a fused projection (the layout of the transformer block):
+/// @code
+/// qkv [B·L, 3H] (Q | K | V, head h in columns h·d..), key_mask [B, L] (1 = real) -> ctx [B·L, H].
+/// @endcode
+/// Padding keys are masked, and future keys too when causal; `mask` drops attention probabilities.
+/// `key_mask` must live until backward.
 template <class T>
 Var<T> attention(Tape<T>& tape, const Var<T>& qkv, Index batch, Index length, Index heads, const int* key_mask,
                  bool causal, const ops::DropoutMask& drop = {}) {
@@ -210,8 +216,8 @@ Var<T> attention(Tape<T>& tape, const Var<T>& qkv, Index batch, Index length, In
   return ctx;
 }
 
-// Mean cross-entropy over the rows of logits [rows, classes] whose label is not ops::ignore_index.
-// `labels` must live until backward.
+/// Mean cross-entropy over the rows of logits [rows, classes] whose label is not ops::ignore_index.
+/// `labels` must live until backward.
 template <class T>
 Var<T> cross_entropy(Tape<T>& tape, const Var<T>& logits, const int* labels) {
   const Index rows = logits.rows(), classes = logits.cols();
@@ -221,7 +227,7 @@ Var<T> cross_entropy(Tape<T>& tape, const Var<T>& logits, const int* labels) {
   return loss;
 }
 
-// Mean squared error between x and target (same number of elements). `target` must live until backward.
+/// Mean squared error between x and target (same number of elements). `target` must live until backward.
 template <class T>
 Var<T> mse(Tape<T>& tape, const Var<T>& x, const T* target) {
   const Index n = x.size();
@@ -234,12 +240,16 @@ Var<T> mse(Tape<T>& tape, const Var<T>& x, const T* target) {
 // ------------------------------------------------------------------ 2-d convolution and pooling
 // For the §3.1 classifier of attention-map images. Tensors are [B, C, height, width].
 
+/// Stride and zero padding of a 2-d convolution.
 struct Conv2dShape {
+  /// @{
+  /// stride, and zero padding on every side
   Index stride = 1, padding = 0;
+  /// @}
 };
 
-// y = conv(x, w) + b:  x [B, C, Hi, Wi], w [O, C, kh, kw], b [O] -> y [B, O, Ho, Wo],
-// Ho = (Hi + 2·padding - kh) / stride + 1 (zero padding).
+/// y = conv(x, w) + b:  x [B, C, Hi, Wi], w [O, C, kh, kw], b [O] -> y [B, O, Ho, Wo],
+/// Ho = (Hi + 2·padding - kh) / stride + 1 (zero padding).
 template <class T>
 Var<T> conv2d(Tape<T>& tape, const Var<T>& x, const Var<T>& w, const Var<T>& b, Conv2dShape cs = {}) {
   const auto& xs = x.shape();
@@ -288,10 +298,11 @@ Var<T> conv2d(Tape<T>& tape, const Var<T>& x, const Var<T>& w, const Var<T>& b, 
   return y;
 }
 
+/// The pooling of pool2d.
 enum class Pooling { max, average };
 
-// Non-overlapping or strided pooling over k × k windows (no padding): x [B, C, Hi, Wi] -> [B, C, Ho, Wo].
-// Max pooling sends the gradient to the first maximum of each window (recomputed in backward).
+/// Non-overlapping or strided pooling over k × k windows (no padding): x [B, C, Hi, Wi] -> [B, C, Ho, Wo].
+/// Max pooling sends the gradient to the first maximum of each window (recomputed in backward).
 template <class T>
 Var<T> pool2d(Tape<T>& tape, const Var<T>& x, Pooling kind, Index k, Index stride = 0) {
   const auto& xs = x.shape();
@@ -342,7 +353,7 @@ Var<T> pool2d(Tape<T>& tape, const Var<T>& x, Pooling kind, Index k, Index strid
   return y;
 }
 
-// [B, ...] -> [B, rest]: the same memory and gradient under a new shape (nothing to record).
+/// [B, ...] -> [B, rest]: the same memory and gradient under a new shape (nothing to record).
 template <class T>
 Var<T> flatten(Tape<T>& tape, const Var<T>& x) {
   const Index B = x.shape().rank ? x.shape()[0] : 1;

@@ -1,21 +1,24 @@
 #pragma once
-// Reverse-mode automatic differentiation over whole tensors, in the spirit of micrograd: a Var holds a
-// value and a gradient of the same shape; every operation that makes a Var records, on a Tape, a closure
-// that pushes the output's gradient to its inputs; backward() runs those closures newest first.
-//
-//   darkbert::autodiff::Tape<double> tape;
-//   auto x = tape.variable({2, 3});                  // value and gradient from the tape's arena
-//   auto y = darkbert::autodiff::tanh(tape, x);      // autodiff/functions.hpp
-//   auto loss = darkbert::autodiff::sum(tape, y);
-//   tape.backward(loss);                             // x.grad() = 1 - tanh(x)^2
-//
-// Operations are layer-sized (a linear layer, an attention, a whole transformer block), their backward
-// kernels are written by hand beside their forwards (model/ops/), so the tape holds a few dozen nodes
-// per step, not millions.
-//
-// Memory: the tape's arena replays. A training step asks for the same sequence of buffer sizes every
-// time, so after reset() each request reuses the buffer it got in the previous step: after the first
-// step nothing is allocated (nodes are stored inline too, see detail::InlineFunction).
+/// @file
+/// Reverse-mode automatic differentiation over whole tensors, in the spirit of micrograd: a Var holds a
+/// value and a gradient of the same shape; every operation that makes a Var records, on a Tape, a closure
+/// that pushes the output's gradient to its inputs; backward() runs those closures newest first.
+///
+/// @code
+/// darkbert::autodiff::Tape<double> tape;
+/// auto x = tape.variable({2, 3});                  // value and gradient from the tape's arena
+/// auto y = darkbert::autodiff::tanh(tape, x);      // autodiff/functions.hpp
+/// auto loss = darkbert::autodiff::sum(tape, y);
+/// tape.backward(loss);                             // x.grad() = 1 - tanh(x)^2
+/// @endcode
+///
+/// Operations are layer-sized (a linear layer, an attention, a whole transformer block), their backward
+/// kernels are written by hand beside their forwards (model/ops/), so the tape holds a few dozen nodes
+/// per step, not millions.
+///
+/// Memory: the tape's arena replays. A training step asks for the same sequence of buffer sizes every
+/// time, so after reset() each request reuses the buffer it got in the previous step: after the first
+/// step nothing is allocated (nodes are stored inline too, see detail::InlineFunction).
 
 #include <array>        // std::array
 #include <cstddef>      // std::size_t, std::max_align_t
@@ -33,29 +36,35 @@
 
 namespace darkbert::autodiff {
 
+/// The tape a Var lives on (defined below).
 template <class T>
 class Tape;
 
-// A shape of rank 0..4 (rank 0 = scalar).
+/// A shape of rank 0..4 (rank 0 = scalar).
 struct Shape {
-  int rank = 0;
-  std::array<Index, 4> dims{};
+  int rank = 0;  ///<  number of dimensions used
+  std::array<Index, 4> dims{};  ///<  extent of each used dimension
 
   Shape() = default;
+  /// `Shape{B, L, H}`.
   Shape(std::initializer_list<Index> d) : rank(static_cast<int>(d.size())) {
     if (d.size() > 4) fail("autodiff::Shape: rank ", d.size(), " > 4");
     int i = 0;
     for (Index v : d) dims[i++] = v;
   }
+  /// Number of elements.
   Index size() const {
     Index n = 1;
     for (int i = 0; i < rank; ++i) n *= dims[i];
     return n;
   }
+  /// Extent of dimension i.
   Index operator[](int i) const { return dims[i]; }
-  // [rows, cols] of the row-major matrix this shape flattens to (last axis = columns).
+  /// [rows, cols] of the row-major matrix this shape flattens to (last axis = columns).
   Index cols() const { return rank == 0 ? 1 : dims[rank - 1]; }
+  /// All but the last dimension, flattened.
   Index rows() const { return cols() == 0 ? 0 : size() / cols(); }
+  /// Same rank and extents.
   friend bool operator==(const Shape& a, const Shape& b) {
     if (a.rank != b.rank) return false;
     for (int i = 0; i < a.rank; ++i)
@@ -64,23 +73,33 @@ struct Shape {
   }
 };
 
-// A handle to a tensor recorded on a tape. Copying a Var copies the handle, not the data.
+/// A handle to a tensor recorded on a tape. Copying a Var copies the handle, not the data.
 template <class T>
 class Var {
  public:
   Var() = default;
+  /// Entry `id` of `tape` (the tape makes Vars).
   Var(Tape<T>* tape, int id) : tape_(tape), id_(id) {}
 
+  /// Whether the Var refers to a tape entry.
   bool valid() const { return tape_ != nullptr; }
+  /// The values.
   T* value() const { return entry().value; }
+  /// The gradient (null when nothing needs it).
   T* grad() const { return entry().grad; }
+  /// The shape.
   const Shape& shape() const { return entry().shape; }
+  /// Number of elements.
   Index size() const { return shape().size(); }
+  /// Rows when viewed as a matrix.
   Index rows() const { return shape().rows(); }
+  /// Columns when viewed as a matrix (the last dimension).
   Index cols() const { return shape().cols(); }
+  /// The tape it lives on.
   Tape<T>& tape() const { return *tape_; }
-  // The value as a row-major [rows, cols] matrix.
+  /// The value as a row-major [rows, cols] matrix.
   MatrixMap<T> matrix() const { return MatrixMap<T>(value(), rows(), cols()); }
+  /// The gradient as a [rows, cols] matrix.
   MatrixMap<T> grad_matrix() const { return MatrixMap<T>(grad(), rows(), cols()); }
 
  private:
@@ -91,8 +110,8 @@ class Var {
 
 namespace detail {
 
-// A move-only void() callable stored inline (no heap allocation); a closure that does not fit is a
-// compile error, so a node can never allocate behind the tape's back.
+/// A move-only void() callable stored inline (no heap allocation); a closure that does not fit is a
+/// compile error, so a node can never allocate behind the tape's back.
 class InlineFunction {
  public:
   static constexpr std::size_t capacity = 384;
@@ -131,55 +150,64 @@ class InlineFunction {
 
 }  // namespace detail
 
+/// micrograd's tape on whole tensors: records each differentiable function with its backward closure.
+/// @code
+/// darkbert::autodiff::Tape<float> tape;
+/// auto loss = darkbert::autodiff::mse(tape, prediction, target);
+/// tape.backward(loss);   // gradients land in the parameters' gradient buffers
+/// tape.reset();          // next step reuses the arena
+/// @endcode
 template <class T>
 class Tape {
  public:
+  /// Where a Var's values and gradient live.
   struct Entry {
-    T* value = nullptr;
-    T* grad = nullptr;
-    Shape shape;
+    T* value = nullptr;  ///<  the values
+    T* grad = nullptr;  ///<  the gradient, or null
+    Shape shape;  ///<  the shape
   };
 
   Tape() = default;
-  Tape(const Tape&) = delete;  // Vars point at this object
+  Tape(const Tape&) = delete;  ///< Vars point at this object
   Tape& operator=(const Tape&) = delete;
 
-  // A new tensor with value and gradient from the arena; the gradient starts at zero, the value is
-  // uninitialised (the operation that creates it writes it).
+  /// A new tensor with value and gradient from the arena; the gradient starts at zero, the value is
+  /// uninitialised (the operation that creates it writes it).
   Var<T> variable(const Shape& shape) {
     T* value = take(shape.size());
     return add({value, zeroed_grad(shape.size()), shape});
   }
-  // A tensor whose value lives elsewhere (a parameter, an input, a model output). Its gradient is
-  // `grad` when given (a parameter's gradient buffer, accumulated into), else a zeroed arena buffer.
+  /// A tensor whose value lives elsewhere (a parameter, an input, a model output). Its gradient is
+  /// `grad` when given (a parameter's gradient buffer, accumulated into), else a zeroed arena buffer.
   Var<T> external(T* value, const Shape& shape, T* grad = nullptr) {
     if (!recording_) grad = nullptr;
     else if (!grad) grad = zeroed_grad(shape.size());
     return add({value, grad, shape});
   }
-  // The same value and gradient under another shape of the same size (a reshape, nothing recorded).
+  /// The same value and gradient under another shape of the same size (a reshape, nothing recorded).
   Var<T> alias(const Var<T>& x, const Shape& shape) {
     if (shape.size() != x.size()) fail("Tape::alias: ", x.size(), " elements cannot take a shape of ", shape.size());
     return add({x.value(), x.grad(), shape});
   }
-  // Scratch memory that lives until reset() (saved activations of a node).
+  /// Scratch memory that lives until reset() (saved activations of a node).
   T* scratch(Index n) { return take(n); }
 
-  // Records the backward closure of an operation (runs in reverse order of recording).
+  /// Records the backward closure of an operation (runs in reverse order of recording).
   template <class F>
   void record(F&& backward) {
     if (recording_) nodes_.emplace_back(std::forward<F>(backward));
   }
 
-  // A tape that does not record runs the functions as plain inference: Vars get no gradient and no
-  // node is kept. Recording is on by default.
+  /// A tape that does not record runs the functions as plain inference: Vars get no gradient and no
+  /// node is kept. Recording is on by default.
   bool recording() const { return recording_; }
+  /// Turns recording on or off.
   void set_recording(bool on) { recording_ = on; }
 
-  // Packed-activation memory for the linear layers recorded on this tape.
+  /// Packed-activation memory for the linear layers recorded on this tape.
   XwtScratch& gemm_scratch() { return gemm_; }
 
-  // d loss / d loss = 1, then every recorded node newest first. `loss` must be a scalar (size 1).
+  /// d loss / d loss = 1, then every recorded node newest first. `loss` must be a scalar (size 1).
   void backward(const Var<T>& loss) {
     if (!recording_) fail("Tape::backward: the tape did not record (set_recording(false))");
     if (loss.size() != 1) fail("Tape::backward: the loss must have one element, it has ", loss.size());
@@ -187,20 +215,22 @@ class Tape {
     for (auto it = nodes_.rbegin(); it != nodes_.rend(); ++it) (*it)();
   }
 
-  // Forgets every node and Var (their handles become invalid) and rewinds the arena, keeping its memory.
+  /// Forgets every node and Var (their handles become invalid) and rewinds the arena, keeping its memory.
   void reset() {
     nodes_.clear();
     entries_.clear();
     next_buffer_ = 0;
   }
 
+  /// Recorded nodes (functions with a backward).
   std::size_t nodes() const { return nodes_.size(); }
-  // Bytes the arena holds (for memory reports).
+  /// Bytes the arena holds (for memory reports).
   std::size_t arena_bytes() const {
     std::size_t n = 0;
     for (const auto& b : buffers_) n += b.size() * sizeof(T);
     return n;
   }
+  /// Entry `id`.
   const Entry& entry(int id) const { return entries_[static_cast<std::size_t>(id)]; }
 
  private:

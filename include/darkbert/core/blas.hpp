@@ -1,8 +1,9 @@
 #pragma once
-// Typed GEMM over CBLAS (OpenBLAS), parallelised by darkbert itself: the output is split into column
-// (or row) blocks, one per OpenMP thread, each computed by a single-threaded BLAS call. darkbert keeps one
-// thread pool (OpenMP) for every phase of the forward pass, so BLAS threads and OpenMP threads never
-// compete for the same cores; OpenBLAS is therefore set to one thread on first use.
+/// @file
+/// Typed GEMM over CBLAS (OpenBLAS), parallelised by darkbert itself: the output is split into column
+/// (or row) blocks, one per OpenMP thread, each computed by a single-threaded BLAS call. darkbert keeps one
+/// thread pool (OpenMP) for every phase of the forward pass, so BLAS threads and OpenMP threads never
+/// compete for the same cores; OpenBLAS is therefore set to one thread on first use.
 
 #include <cblas.h>  // cblas_sgemm, cblas_dgemm, openblas_set_num_threads
 #include <omp.h>    // omp_get_max_threads, omp_in_parallel, omp_get_thread_num
@@ -17,6 +18,7 @@
 
 namespace darkbert {
 
+/// Whether gemm reads an operand transposed (op(A) = Aᵀ).
 enum class Transpose : bool { no = false, yes = true };
 
 namespace detail {
@@ -40,7 +42,7 @@ void blas_gemm(Transpose trans_a, Transpose trans_b, Index m, Index n, Index k, 
 
 }  // namespace detail
 
-// C[m,n] = alpha * op(A)[m,k] * op(B)[k,n] + beta * C, with leading dimensions lda, ldb, ldc (row-major).
+/// C[m,n] = alpha * op(A)[m,k] * op(B)[k,n] + beta * C, with leading dimensions lda, ldb, ldc (row-major).
 template <class T>
 void gemm(Transpose trans_a, Transpose trans_b, Index m, Index n, Index k, T alpha, const T* a, Index lda,
           const T* b, Index ldb, T beta, T* c, Index ldc) {

@@ -1,6 +1,9 @@
 #pragma once
-// The one exception type darkbert throws. Messages name the file, tensor or line and say what is wrong:
-//   throw darkbert::error("model.safetensors: tensor 'pooler.dense.weight': data_offsets [10, 4] are reversed");
+/// @file
+/// The one exception type darkbert throws. Messages name the file, tensor or line and say what is wrong:
+/// @code
+/// throw darkbert::error("model.safetensors: tensor 'pooler.dense.weight': data_offsets [10, 4] are reversed");
+/// @endcode
 
 #include <sstream>    // std::ostringstream
 #include <stdexcept>  // std::runtime_error
@@ -13,7 +16,7 @@ class error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// Builds a message from streamable parts: fail("file.tsv:", line, ": expected 4 fields, got ", n).
+/// Builds a message from streamable parts: fail("file.tsv:", line, ": expected 4 fields, got ", n).
 template <class... Parts>
 [[noreturn]] void fail(const Parts&... parts) {
   std::ostringstream out;
@@ -21,7 +24,7 @@ template <class... Parts>
   throw error(out.str());
 }
 
-// Like assert, but always on and with a readable message.
+/// Like assert, but always on and with a readable message.
 template <class... Parts>
 void require(bool condition, const Parts&... parts) {
   if (!condition) fail(parts...);

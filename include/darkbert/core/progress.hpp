@@ -1,14 +1,17 @@
 #pragma once
-// A terminal progress bar with rate and ETA, for long loops (sweeps, training, scans):
-//
-//   darkbert::Progress progress("sweep", total_steps);
-//   for (...) { work(); progress.advance(); }
-//   progress.finish();
-//
-// A note after the numbers carries what the loop knows (progress.set_note("loss 0.412  305 ex/s")).
-//
-// It redraws at most every 100 ms on stderr, only when stderr is a terminal unless forced; otherwise it
-// prints a plain line at 10% steps so logs stay readable.
+/// @file
+/// A terminal progress bar with rate and ETA, for long loops (sweeps, training, scans):
+///
+/// @code
+/// darkbert::Progress progress("sweep", total_steps);
+/// for (...) { work(); progress.advance(); }
+/// progress.finish();
+/// @endcode
+///
+/// A note after the numbers carries what the loop knows (progress.set_note("loss 0.412  305 ex/s")).
+///
+/// It redraws at most every 100 ms on stderr, only when stderr is a terminal unless forced; otherwise it
+/// prints a plain line at 10% steps so logs stay readable.
 
 #include <unistd.h>  // isatty
 
@@ -19,14 +22,18 @@
 
 namespace darkbert {
 
+/// Progress bar of one loop; finishes itself when destroyed (see the example at the top of this header).
 class Progress {
  public:
+  /// The clock of rates and ETAs.
   using Clock = std::chrono::steady_clock;
 
+  /// A bar named `label` for `total` steps; `enabled = false` draws nothing.
   Progress(std::string label, long total, bool enabled = true)
       : label_(std::move(label)), total_(total), enabled_(enabled), tty_(::isatty(2) != 0), start_(Clock::now()),
         last_draw_(start_) {}
 
+  /// Counts `steps` more steps done and redraws when due.
   void advance(long steps = 1) {
     done_ += steps;
     if (!enabled_) return;
@@ -39,9 +46,10 @@ class Progress {
     }
   }
 
-  // Text shown after the counters on the next redraw (the running loss, a rate in the loop's own units).
+  /// Text shown after the counters on the next redraw (the running loss, a rate in the loop's own units).
   void set_note(std::string note) { note_ = std::move(note); }
 
+  /// Draws the final state and ends the line (called by the destructor if not before).
   void finish() {
     if (!enabled_ || finished_) return;
     finished_ = true;
@@ -50,7 +58,9 @@ class Progress {
   }
   ~Progress() { finish(); }
 
+  /// Seconds since construction.
   double elapsed_seconds() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
+  /// Steps counted so far.
   long done() const { return done_; }
 
  private:

@@ -1,5 +1,6 @@
 #pragma once
-// Thread count of darkbert's one thread pool (OpenMP), used for the products too (see core/blas.hpp).
+/// @file
+/// Thread count of darkbert's one thread pool (OpenMP), used for the products too (see core/blas.hpp).
 
 #include <omp.h>  // omp_set_num_threads, omp_get_max_threads, omp_in_parallel
 
@@ -9,16 +10,17 @@
 
 namespace darkbert {
 
-// Uses n threads (n <= 0: leave the default, all cores or OMP_NUM_THREADS).
+/// Uses n threads (n <= 0: leave the default, all cores or OMP_NUM_THREADS).
 inline void set_num_threads(int n) {
   if (n > 0) omp_set_num_threads(n);
 }
 
+/// Threads darkbert's parallel phases use.
 inline int num_threads() { return omp_get_max_threads(); }
 
-// Calls f(first, end) for blocks of 64 columns covering [0, cols), in parallel over blocks when
-// `parallel` (and not already inside a parallel region). A thread owns whole blocks, so a per-column sum
-// over rows keeps its order whatever the thread count: reductions stay bit-identical.
+/// Calls f(first, end) for blocks of 64 columns covering [0, cols), in parallel over blocks when
+/// `parallel` (and not already inside a parallel region). A thread owns whole blocks, so a per-column sum
+/// over rows keeps its order whatever the thread count: reductions stay bit-identical.
 template <class F>
 void for_column_blocks(Index cols, bool parallel, F&& f) {
   constexpr Index block = 64;

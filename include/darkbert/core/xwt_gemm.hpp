@@ -1,16 +1,21 @@
 #pragma once
-// y = x · Wᵀ for a weight matrix in its natural [out, in] layout (every Linear layer), followed by a
-// per-row epilogue (bias, activation) applied to each block of y as soon as it is complete, while it is
-// still in cache.
-//
-//   x [rows, in], W [out, in], y [rows, out], all row-major.
-//   epilogue(float* y_row_part, Index first_column, Index columns) is called exactly once for every part
-//   of every row of y, and the parts of a row cover it; it must only touch the span it is given.
-//
-// float on AVX-512 machines runs darkbert's own register-tiled kernel (core/detail/xwt_kernel_avx512.hpp),
-// which reaches ≈93% of the FMA peak on BERT-sized layers; everything else — double, CPUs without
-// AVX-512, and the one shape where OpenBLAS's own AVX-512 kernels win (long K with many rows, where its
-// K-blocking keeps more in cache) — goes to BLAS followed by one parallel epilogue pass.
+/// @file
+/// y = x · Wᵀ for a weight matrix in its natural [out, in] layout (every Linear layer), followed by a
+/// per-row epilogue (bias, activation) applied to each block of y as soon as it is complete, while it is
+/// still in cache.
+///
+/// @code
+/// x [rows, in], W [out, in], y [rows, out], all row-major.
+/// epilogue(float* y_row_part, Index first_column, Index columns) is called exactly once for every part
+/// of every row of y, and the parts of a row cover it; it must only touch the span it is given.
+/// @endcode
+///
+/// float on AVX-512 machines runs darkbert's own register-tiled kernel (core/detail/xwt_kernel_avx512.hpp),
+/// which reaches ≈93% of the FMA peak on BERT-sized layers; everything else — double, CPUs without
+/// AVX-512, and the one shape where OpenBLAS's own AVX-512 kernels win (long K with many rows, where its
+/// K-blocking keeps more in cache) — goes to BLAS followed by one parallel epilogue pass. The kernel is
+/// compiled for AVX-512 by a target attribute and chosen at run time (core/kernel_dispatch.hpp), so the
+/// consumer's compiler flags do not matter.
 
 #include <omp.h>  // omp_in_parallel, omp_get_max_threads, omp_get_thread_num, omp_get_num_threads
 
@@ -20,44 +25,43 @@
 
 #include "blas.hpp"
 #include "blas_kernel.hpp"  // blas_core_name, is_avx512_core
+#include "kernel_dispatch.hpp"  // kernel_path, DARKBERT_HAS_AVX512_KERNEL
 #include "matrix.hpp"
 #include "tensor.hpp"  // AlignedAllocator
 
-#if defined(__AVX512F__)
+#if DARKBERT_HAS_AVX512_KERNEL
 #include "detail/xwt_kernel_avx512.hpp"
 #endif
 
 namespace darkbert {
 
-// Reusable working memory of xwt_gemm (the packed activations); keep one per forward pass so the layer
-// loop never allocates.
+/// Reusable working memory of xwt_gemm (the packed activations); keep one per forward pass so the layer
+/// loop never allocates.
 struct XwtScratch {
-  std::vector<float, AlignedAllocator<float>> buffer;
+  std::vector<float, AlignedAllocator<float>> buffer;  ///<  the packed activations
 
+  /// Room for `floats` floats (grows, never shrinks).
   float* reserve(Index floats) {
     if (static_cast<Index>(buffer.size()) < floats) buffer.resize(static_cast<std::size_t>(floats));
     return buffer.data();
   }
 };
 
-// Whether the kernel (rather than BLAS) computes this product; exposed for tests and benchmarks.
+/// Whether the kernel (rather than BLAS) computes products of T in this process: float on the avx512 path.
 template <class T>
-constexpr bool xwt_kernel_available() {
-#if defined(__AVX512F__)
-  return std::is_same_v<T, float>;
-#else
-  return false;
-#endif
+bool xwt_kernel_available() {
+  return std::is_same_v<T, float> && kernel_path() == KernelPath::avx512;
 }
 
 namespace detail {
-// Whether OpenBLAS runs its AVX-512 kernels (fixed when the library loads; see core/blas_kernel.hpp).
+/// Whether OpenBLAS runs its AVX-512 kernels (fixed when the library loads; see core/blas_kernel.hpp).
 inline bool blas_runs_avx512() {
   static const bool avx512 = is_avx512_core(blas_core_name());
   return avx512;
 }
 }  // namespace detail
 
+/// Whether the tile kernel (on the avx512 path) takes a product of `rows` rows and depth `in`.
 inline bool xwt_kernel_chosen(Index rows, Index in) {
   // Measured on BERT-base shapes (benchmarks/bench_xwt_gemm.cpp): the kernel wins at every shape with
   // in <= 1024 and at every shape with up to 256 rows; OpenBLAS's SkylakeX kernels win for in = 3072 with
@@ -75,9 +79,11 @@ void xwt_gemm_blas(const T* x, Index rows, Index in, const T* w, Index out, T* y
   for (Index r = 0; r < rows; ++r) epilogue(y + r * out, Index(0), out);
 }
 
-#if defined(__AVX512F__)
+#if DARKBERT_HAS_AVX512_KERNEL
+/// (The OpenMP region's outlined body inherits the target attribute; the epilogue, compiled for the
+/// consumer's flags, is inlined into it as a subset of AVX-512.)
 template <class Epilogue>
-void xwt_gemm_avx512(const float* x, Index rows, Index in, const float* w, Index out, float* y, XwtScratch& scratch,
+DARKBERT_AVX512_TARGET void xwt_gemm_avx512(const float* x, Index rows, Index in, const float* w, Index out, float* y, XwtScratch& scratch,
                      Epilogue& epilogue) {
   using namespace avx512;
   const Index panels = (rows + kTileColumns - 1) / kTileColumns;
@@ -125,12 +131,19 @@ void xwt_gemm_avx512(const float* x, Index rows, Index in, const float* w, Index
 
 }  // namespace detail
 
+/// y = x · Wᵀ, then the epilogue on each finished block of y (see the top of this header).
+/// @code
+/// darkbert::XwtScratch scratch;
+/// darkbert::xwt_gemm<float>(x, rows, in, w, out, y, scratch, [&](float* part, darkbert::Index first, darkbert::Index n) {
+///   for (darkbert::Index i = 0; i < n; ++i) part[i] += bias[first + i];
+/// });
+/// @endcode
 template <class T, class Epilogue>
 void xwt_gemm(const T* x, Index rows, Index in, const T* w, Index out, T* y, XwtScratch& scratch, Epilogue&& epilogue) {
   if (rows == 0 || out == 0) return;
-#if defined(__AVX512F__)
+#if DARKBERT_HAS_AVX512_KERNEL
   if constexpr (std::is_same_v<T, float>) {
-    if (xwt_kernel_chosen(rows, in)) {
+    if (kernel_path() == KernelPath::avx512 && xwt_kernel_chosen(rows, in)) {
       detail::xwt_gemm_avx512(x, rows, in, w, out, y, scratch, epilogue);
       return;
     }

@@ -1,25 +1,30 @@
 #pragma once
-// Token-level linguistic labels for the paper's sec. 4.3 analysis (attention to nouns, verbs, pronouns,
-// subjects, objects and negation): word tokenizer (word_tokenizer.hpp) -> UPOS tagger (pos_tagger.hpp) ->
-// subject/object labeller (subject_object.hpp) -> negation lexicon (negation.hpp). Trained with darkbert's
-// own code on UD English EWT train, saved to and reloaded from one text file.
-//
-//   auto root = darkbert::DataRoot::from_environment();
-//   darkbert::Annotator a = darkbert::default_annotator(root);  // cached; trains once on first use
-//   for (const auto& w : a.annotate("The committee did not approve the plan."))
-//     if (w.is_object()) use(w.form, w.span);                  // "plan", bytes [34, 38)
-//
-// Feature definitions (AnnotatedWord): noun = UPOS NOUN or PROPN; verb = UPOS VERB (auxiliaries are AUX,
-// not verbs); pronoun = UPOS PRON; subject = nsubj or nsubj:pass; object = obj; negation = negation.hpp.
-//
-// Model file (text, UTF-8, line-oriented; load errors name the file and line):
-//   darkbert-annotator 1
-//   provenance <one line of free text: training file, sentences, options>
-//   lexicon <N>                 then N lines "<lower-cased word>\t<tag>|<tag>..."  (TagLexicon)
-//   tagger <P>                  P = 1 or 2 passes, then P perceptron sections (perceptron.hpp)
-//   labeller                    then one perceptron section with classes _ nsubj nsubj:pass obj
-//   end
-// Version 1 = the feature templates of this release; a feature change must bump the version.
+/// @file
+/// Token-level linguistic labels for the paper's sec. 4.3 analysis (attention to nouns, verbs, pronouns,
+/// subjects, objects and negation): word tokenizer (word_tokenizer.hpp) -> UPOS tagger (pos_tagger.hpp) ->
+/// subject/object labeller (subject_object.hpp) -> negation lexicon (negation.hpp). Trained with darkbert's
+/// own code on UD English EWT train, saved to and reloaded from one text file.
+///
+/// @code
+/// auto root = darkbert::DataRoot::from_environment();
+/// darkbert::Annotator a = darkbert::default_annotator(root);  // cached; trains once on first use
+/// for (const auto& w : a.annotate("The committee did not approve the plan."))
+///   if (w.is_object()) use(w.form, w.span);                  // "plan", bytes [34, 38)
+/// @endcode
+///
+/// Feature definitions (AnnotatedWord): noun = UPOS NOUN or PROPN; verb = UPOS VERB (auxiliaries are AUX,
+/// not verbs); pronoun = UPOS PRON; subject = nsubj or nsubj:pass; object = obj; negation = negation.hpp.
+///
+/// Model file (text, UTF-8, line-oriented; load errors name the file and line):
+/// @code
+/// darkbert-annotator 1
+/// provenance <one line of free text: training file, sentences, options>
+/// lexicon <N>                 then N lines "<lower-cased word>\t<tag>|<tag>..."  (TagLexicon)
+/// tagger <P>                  P = 1 or 2 passes, then P perceptron sections (perceptron.hpp)
+/// labeller                    then one perceptron section with classes _ nsubj nsubj:pass obj
+/// end
+/// @endcode
+/// Version 1 = the feature templates of this release; a feature change must bump the version.
 
 #include <unistd.h>  // getpid (temporary file name)
 
@@ -48,8 +53,10 @@
 
 namespace darkbert {
 
+/// The word-level features the paper's §3.4 measures attention to.
 enum class LinguisticFeature { noun, verb, pronoun, subject, object, negation };
 
+/// "noun", "verb", "pronoun", "subject", "object" or "negation".
 inline std::string_view to_string(LinguisticFeature f) {
   switch (f) {
     case LinguisticFeature::noun: return "noun";
@@ -62,18 +69,25 @@ inline std::string_view to_string(LinguisticFeature f) {
   return "?";
 }
 
+/// One word with the annotator's labels.
 struct AnnotatedWord {
-  std::string form;
-  Span span;                // bytes of the annotated text ({0,0} when words were given without text)
-  std::string upos;         // predicted Universal POS tag
-  std::string role = "_";   // predicted "_", "nsubj", "nsubj:pass" or "obj"
-  bool negation = false;    // in the negation lexicon
+  std::string form;  ///<  the word as written
+  Span span;                ///< bytes of the annotated text ({0,0} when words were given without text)
+  std::string upos;         ///< predicted Universal POS tag
+  std::string role = "";   ///< predicted "_", "nsubj", "nsubj:pass" or "obj"
+  bool negation = false;    ///< in the negation lexicon
 
+  /// UPOS NOUN or PROPN.
   bool is_noun() const { return upos == "NOUN" || upos == "PROPN"; }
+  /// UPOS VERB.
   bool is_verb() const { return upos == "VERB"; }
+  /// UPOS PRON.
   bool is_pronoun() const { return upos == "PRON"; }
+  /// Role nsubj or nsubj:pass.
   bool is_subject() const { return role == "nsubj" || role == "nsubj:pass"; }
+  /// Role obj.
   bool is_object() const { return role == "obj"; }
+  /// Whether the word has feature f.
   bool has(LinguisticFeature f) const {
     switch (f) {
       case LinguisticFeature::noun: return is_noun();
@@ -87,18 +101,25 @@ struct AnnotatedWord {
   }
 };
 
+/// Training settings of both parts of the annotator.
 struct AnnotatorTrainOptions {
-  TaggerTrainOptions tagger;      // 8 iterations, 2 jackknife folds (two-pass tagger), seed 1
-  LabellerTrainOptions labeller;  // 8 iterations, seed 2; trained on gold UPOS
+  TaggerTrainOptions tagger;      ///< 8 iterations, 2 jackknife folds (two-pass tagger), seed 1
+  LabellerTrainOptions labeller;  ///< 8 iterations, seed 2; trained on gold UPOS
 };
 
+/// POS tagger plus subject/object labeller, trained on UD EWT (see the top of this header).
+/// @code
+/// darkbert::Annotator annotator = darkbert::default_annotator(root);   // trained and cached on first use
+/// auto words = annotator.annotate("The cat didn't sit.");                 // AnnotatedWord per word
+/// @endcode
 class Annotator {
  public:
   Annotator() = default;
+  /// Combines trained parts; `provenance` says what they were trained on.
   Annotator(PosTagger tagger, SubjectObjectLabeller labeller, std::string provenance)
       : tagger_(std::move(tagger)), labeller_(std::move(labeller)), provenance_(std::move(provenance)) {}
 
-  // Trains both stages on CoNLL-U sentences (words, UPOS and DEPREL are used). Deterministic.
+  /// Trains both stages on CoNLL-U sentences (words, UPOS and DEPREL are used). Deterministic.
   static Annotator train(const std::vector<ConlluSentence>& sentences, const AnnotatorTrainOptions& options = {},
                          const std::string& source = "(sentences)", std::ostream* log = nullptr) {
     require(!sentences.empty(), "Annotator::train: no training sentences");
@@ -134,10 +155,14 @@ class Annotator {
     return Annotator(std::move(tagger), std::move(labeller), prov.str());
   }
 
-  // UPOS tags and subject/object classes for pre-split words.
+  /// UPOS tags and subject/object classes for pre-split words.
   struct Prediction {
+    /// @{
+    /// one UPOS tag and one role ("_", "nsubj", "nsubj:pass", "obj") per word
     std::vector<std::string> upos, roles;
+    /// @}
   };
+  /// Labels pre-split words.
   Prediction predict(const std::vector<std::string>& words) const {
     Prediction p;
     if (words.empty()) return p;
@@ -146,7 +171,7 @@ class Annotator {
     return p;
   }
 
-  // Annotates words that carry their spans (e.g. from tokenize_words).
+  /// Annotates words that carry their spans (e.g. from tokenize_words).
   std::vector<AnnotatedWord> annotate_words(const std::vector<Word>& words) const {
     std::vector<std::string> forms;
     for (const auto& w : words) forms.push_back(w.form);
@@ -162,11 +187,11 @@ class Annotator {
     return out;
   }
 
-  // Raw text (one sentence works best): tokenize_words, then annotate.
+  /// Raw text (one sentence works best): tokenize_words, then annotate.
   std::vector<AnnotatedWord> annotate(std::string_view text) const { return annotate_words(tokenize_words(text)); }
 
-  // A copy of a CoNLL-U sentence with UPOS set to the prediction and DEPREL set to the predicted class
-  // (nsubj, nsubj:pass, obj, else "_"); every other column, comment, multi-word token and empty node is kept.
+  /// A copy of a CoNLL-U sentence with UPOS set to the prediction and DEPREL set to the predicted class
+  /// (nsubj, nsubj:pass, obj, else "_"); every other column, comment, multi-word token and empty node is kept.
   ConlluSentence annotate_conllu(const ConlluSentence& sentence) const {
     std::vector<std::string> forms;
     for (const auto& w : sentence.words) forms.push_back(w.form);
@@ -179,6 +204,7 @@ class Annotator {
     return out;
   }
 
+  /// Writes the model as text (load reads it back exactly).
   void save(std::ostream& out) const {
     out << "darkbert-annotator 1\n";
     std::string prov = provenance_;
@@ -196,7 +222,7 @@ class Annotator {
     out << "end\n";
   }
 
-  // Writes to `file` through a temporary sibling and a rename, so readers never see half a file.
+  /// Writes to `file` through a temporary sibling and a rename, so readers never see half a file.
   void save(const std::filesystem::path& file) const {
     std::error_code ec;
     if (file.has_parent_path()) std::filesystem::create_directories(file.parent_path(), ec);
@@ -215,6 +241,7 @@ class Annotator {
     }
   }
 
+  /// Reads a model written by save; `name` is used in error messages.
   static Annotator load(std::istream& in, const std::string& name) {
     detail::LineReader r(in, name);
     const std::string magic(r.next("'darkbert-annotator 1'"));
@@ -250,14 +277,18 @@ class Annotator {
                      SubjectObjectLabeller(std::move(labeller_model)), std::move(provenance));
   }
 
+  /// Reads a model file written by save.
   static Annotator load(const std::filesystem::path& file) {
     std::ifstream in(file, std::ios::binary);
     require(static_cast<bool>(in), file.string(), ": cannot open annotator model for reading");
     return load(in, file.string());
   }
 
+  /// What the model was trained on.
   const std::string& provenance() const { return provenance_; }
+  /// The POS tagger.
   const PosTagger& tagger() const { return tagger_; }
+  /// The subject/object labeller.
   const SubjectObjectLabeller& labeller() const { return labeller_; }
 
  private:
@@ -273,15 +304,22 @@ class Annotator {
 
 // ---------------------------------------------------------------- evaluation
 
-// Precision / recall / F1 counts of one category.
+/// Precision / recall / F1 counts of one category.
 struct PrfCounts {
+  /// @{
+  /// true positives, false positives, false negatives
   std::size_t tp = 0, fp = 0, fn = 0;
+  /// @}
+  /// tp / (tp + fp), 0 when undefined.
   double precision() const { return tp + fp == 0 ? 0.0 : static_cast<double>(tp) / static_cast<double>(tp + fp); }
+  /// tp / (tp + fn), 0 when undefined.
   double recall() const { return tp + fn == 0 ? 0.0 : static_cast<double>(tp) / static_cast<double>(tp + fn); }
+  /// Harmonic mean of precision and recall, 0 when undefined.
   double f1() const {
     const double p = precision(), r = recall();
     return p + r == 0.0 ? 0.0 : 2.0 * p * r / (p + r);
   }
+  /// Adds another category's counts.
   PrfCounts& operator+=(const PrfCounts& o) {
     tp += o.tp;
     fp += o.fp;
@@ -290,20 +328,28 @@ struct PrfCounts {
   }
 };
 
-// Scores against gold CoNLL-U. With gold segmentation every gold word is predicted once, so UPOS precision
-// = recall = accuracy. On raw text (re-tokenized from "# text") a predicted word counts only when its byte
-// span equals a gold word's span (CoNLL 2018 style alignment), so tokenization errors cost recall and
-// precision. Subject = nsubj or nsubj:pass, object = obj; "subject_object" pools both categories
-// (micro-average); a word is a true positive when its predicted category equals the gold one.
+/// Scores against gold CoNLL-U. With gold segmentation every gold word is predicted once, so UPOS precision
+/// = recall = accuracy. On raw text (re-tokenized from "# text") a predicted word counts only when its byte
+/// span equals a gold word's span (CoNLL 2018 style alignment), so tokenization errors cost recall and
+/// precision. Subject = nsubj or nsubj:pass, object = obj; "subject_object" pools both categories
+/// (micro-average); a word is a true positive when its predicted category equals the gold one.
 struct AnnotatorScores {
+  /// @{
+  /// sentences scored, gold and predicted words, and predicted words aligned with a gold word
   std::size_t sentences = 0, gold_words = 0, predicted_words = 0, matched_words = 0;
-  PrfCounts upos;  // tp = matched words with the gold UPOS
+  /// @}
+  PrfCounts upos;  ///< tp = matched words with the gold UPOS
+  /// @{
+  /// subject (nsubj, nsubj:pass) and object (obj) counts
   PrfCounts subject, object;
+  /// @}
+  /// Subjects and objects pooled (micro-average).
   PrfCounts subject_object() const {
     PrfCounts c = subject;
     c += object;
     return c;
   }
+  /// Share of gold words tagged with the gold UPOS.
   double upos_accuracy() const { return upos.recall(); }
 };
 
@@ -333,9 +379,9 @@ inline void finish_counts(AnnotatorScores& s) {
   s.upos.fn = s.gold_words - s.upos.tp;
 }
 
-// Byte spans of the gold words inside the sentence's "# text"; nullopt if the text does not match the
-// tokens. Words of a multi-word token split its span when their forms spell it, else they all get the
-// token's span (and so can never be matched exactly).
+/// Byte spans of the gold words inside the sentence's "# text"; nullopt if the text does not match the
+/// tokens. Words of a multi-word token split its span when their forms spell it, else they all get the
+/// token's span (and so can never be matched exactly).
 inline std::optional<std::vector<Span>> gold_word_spans(const ConlluSentence& s) {
   std::vector<Span> spans(s.words.size());
   const auto tokens = surface_tokens(s);
@@ -364,7 +410,7 @@ inline std::optional<std::vector<Span>> gold_word_spans(const ConlluSentence& s)
 
 }  // namespace detail
 
-// Gold word segmentation: the annotator sees exactly the gold words.
+/// Gold word segmentation: the annotator sees exactly the gold words.
 inline AnnotatorScores evaluate_annotator(const Annotator& annotator, const std::vector<ConlluSentence>& gold) {
   AnnotatorScores s;
   for (const auto& sentence : gold) {
@@ -382,8 +428,8 @@ inline AnnotatorScores evaluate_annotator(const Annotator& annotator, const std:
   return s;
 }
 
-// Raw text: each sentence's "# text" goes through tokenize_words and the annotator; predicted words are
-// aligned to gold words by identical byte spans. Sentences without a usable "# text" are an error.
+/// Raw text: each sentence's "# text" goes through tokenize_words and the annotator; predicted words are
+/// aligned to gold words by identical byte spans. Sentences without a usable "# text" are an error.
 inline AnnotatorScores evaluate_annotator_raw(const Annotator& annotator, const std::vector<ConlluSentence>& gold,
                                               const std::string& name = "(gold)") {
   AnnotatorScores s;
@@ -432,13 +478,13 @@ inline AnnotatorScores evaluate_annotator_raw(const Annotator& annotator, const 
 
 // ---------------------------------------------------------------- the default, cached annotator
 
-// Where default_annotator keeps its model: <cache>/models/annotator-en_ewt-v1.txt.
+/// Where default_annotator keeps its model: `<cache>/models/annotator-en_ewt-v1.txt`.
 inline std::filesystem::path default_annotator_path(const DataRoot& root) {
   return root.cache_dir() / "models" / "annotator-en_ewt-v1.txt";
 }
 
-// Loads the cached annotator, or trains it on ud/en_ewt-ud-train.conllu from the data root (default
-// options) and caches it first. Progress goes to `log` (may be null).
+/// Loads the cached annotator, or trains it on ud/en_ewt-ud-train.conllu from the data root (default
+/// options) and caches it first. Progress goes to `log` (may be null).
 inline Annotator default_annotator(const DataRoot& root, std::ostream* log = &std::clog) {
   const auto path = default_annotator_path(root);
   std::error_code ec;

@@ -1,14 +1,17 @@
 #pragma once
-// CoNLL-U (Universal Dependencies) files: sentences of words with UPOS, heads and relations, plus the
-// sentence comments (sent_id, text, newdoc/newpar), multi-word tokens ("don't" = do + n't) and empty nodes.
-// Reading then writing a valid file gives it back byte for byte.
-//
-//   auto sentences = darkbert::read_conllu("ud/en_ewt-ud-dev.conllu");
-//   for (const auto& s : sentences)
-//     for (const auto& w : s.words) if (w.deprel == "nsubj") use(w.form, s.words[w.head - 1].form);
-//
-// Errors name the file and line: wrong column count, bad ID/HEAD, ids out of order, a multi-word range
-// that does not fit, a comment inside a sentence.
+/// @file
+/// CoNLL-U (Universal Dependencies) files: sentences of words with UPOS, heads and relations, plus the
+/// sentence comments (sent_id, text, newdoc/newpar), multi-word tokens ("don't" = do + n't) and empty nodes.
+/// Reading then writing a valid file gives it back byte for byte.
+///
+/// @code
+/// auto sentences = darkbert::read_conllu("ud/en_ewt-ud-dev.conllu");
+/// for (const auto& s : sentences)
+///   for (const auto& w : s.words) if (w.deprel == "nsubj") use(w.form, s.words[w.head - 1].form);
+/// @endcode
+///
+/// Errors name the file and line: wrong column count, bad ID/HEAD, ids out of order, a multi-word range
+/// that does not fit, a comment inside a sentence.
 
 #include <charconv>     // std::from_chars
 #include <cstddef>      // std::size_t
@@ -27,8 +30,8 @@ namespace darkbert {
 
 namespace detail {
 
-// The spaces that follow a token, from its MISC column: "" for SpaceAfter=No, the decoded value of
-// SpacesAfter= (\s space, \t, \n, \r, \p |, \\, \uXXXX), else one space.
+/// The spaces that follow a token, from its MISC column: "" for SpaceAfter=No, the decoded value of
+/// SpacesAfter= (`\s` space, `\t`, `\n`, `\r`, `\p` for |, `\\`, `\uXXXX`), else one space.
 inline std::string spaces_after(std::string_view misc) {
   std::size_t start = 0;
   while (start <= misc.size()) {
@@ -81,49 +84,61 @@ inline std::string spaces_after(std::string_view misc) {
 
 }  // namespace detail
 
-// One syntactic word (an integer ID line). Columns are kept as text; "_" stays "_".
+/// One syntactic word (an integer ID line). Columns are kept as text; "_" stays "_".
 struct ConlluWord {
-  int id = 0;  // 1-based position in the sentence
+  int id = 0;  ///< 1-based position in the sentence
+  /// @{
+  /// columns FORM, LEMMA, UPOS, XPOS and FEATS
   std::string form, lemma, upos, xpos, feats;
-  int head = -1;  // 0 = root, -1 = "_" (no tree)
+  /// @}
+  int head = -1;  ///< 0 = root, -1 = "_" (no tree)
+  /// @{
+  /// columns DEPREL, DEPS and MISC
   std::string deprel, deps, misc;
+  /// @}
 
-  // False when MISC has SpaceAfter=No.
+  /// False when MISC has SpaceAfter=No.
   bool space_after() const { return misc.find("SpaceAfter=No") == std::string::npos; }
-  // What follows the word in the text: "", " ", or the decoded SpacesAfter= value.
+  /// What follows the word in the text: "", " ", or the decoded SpacesAfter= value.
   std::string spaces_after() const { return detail::spaces_after(misc); }
 };
 
-// A surface token that spans several words (ID "first-last"), e.g. "don't" over do + n't.
+/// A surface token that spans several words (ID "first-last"), e.g. "don't" over do + n't.
 struct ConlluMultiwordToken {
+  /// @{
+  /// the first and last word IDs it spans
   int first = 0, last = 0;
-  std::string form;
-  std::string columns;  // the remaining 8 columns, tab-joined, kept verbatim (usually "_\t..._\tMISC")
+  /// @}
+  std::string form;  ///<  the surface form, e.g. "don't"
+  std::string columns;  ///< the remaining 8 columns, tab-joined, kept verbatim (usually "_\t..._\tMISC")
+  /// False when MISC has SpaceAfter=No.
   bool space_after() const { return columns.find("SpaceAfter=No") == std::string::npos; }
+  /// What follows the token in the text: "", " ", or the decoded SpacesAfter= value.
   std::string spaces_after() const {
     const auto tab = columns.rfind('\t');
     return detail::spaces_after(tab == std::string::npos ? std::string_view(columns) : std::string_view(columns).substr(tab + 1));
   }
 };
 
-// An empty node of the enhanced graph (ID "i.k"), kept verbatim; it follows word i.
+/// An empty node of the enhanced graph (ID "i.k"), kept verbatim; it follows word i.
 struct ConlluEmptyNode {
-  int after = 0;     // the integer part of the ID
-  std::string line;  // the whole line, for writing back
+  int after = 0;     ///< the integer part of the ID
+  std::string line;  ///< the whole line, for writing back
 };
 
+/// One sentence of a CoNLL-U file, with everything needed to write it back byte for byte.
 struct ConlluSentence {
-  std::vector<std::string> comments;  // raw comment lines, "# " included, in file order
-  std::string sent_id;                // from "# sent_id = ..."
-  std::string text;                   // from "# text = ..."
-  std::string document_id;            // id of the document this sentence belongs to (from # newdoc id)
-  std::size_t document = 0;           // 0-based index of that document in the file
-  bool starts_document = false;       // this sentence carries a "# newdoc" comment
-  bool starts_paragraph = false;      // ... a "# newpar" comment
-  std::vector<ConlluWord> words;
-  std::vector<ConlluMultiwordToken> multiword_tokens;
-  std::vector<ConlluEmptyNode> empty_nodes;
-  std::size_t line = 0;               // 1-based line of the sentence's first line
+  std::vector<std::string> comments;  ///< raw comment lines, "# " included, in file order
+  std::string sent_id;                ///< from "# sent_id = ..."
+  std::string text;                   ///< from "# text = ..."
+  std::string document_id;            ///< id of the document this sentence belongs to (from # newdoc id)
+  std::size_t document = 0;           ///< 0-based index of that document in the file
+  bool starts_document = false;       ///< this sentence carries a "# newdoc" comment
+  bool starts_paragraph = false;      ///< ... a "# newpar" comment
+  std::vector<ConlluWord> words;  ///<  the syntactic words, in order
+  std::vector<ConlluMultiwordToken> multiword_tokens;  ///<  tokens spanning several words
+  std::vector<ConlluEmptyNode> empty_nodes;  ///<  enhanced-graph empty nodes
+  std::size_t line = 0;               ///< 1-based line of the sentence's first line
 };
 
 namespace detail {
@@ -290,7 +305,7 @@ class ConlluParser {
 
 }  // namespace detail
 
-// Streams the sentences of a CoNLL-U file to `callback` (constant memory for any file size).
+/// Streams the sentences of a CoNLL-U file to `callback` (constant memory for any file size).
 inline void for_each_conllu_sentence(std::istream& in, const std::string& name,
                                      const std::function<void(ConlluSentence&&)>& callback) {
   detail::ConlluParser parser(name, callback);
@@ -300,20 +315,25 @@ inline void for_each_conllu_sentence(std::istream& in, const std::string& name,
   parser.finish();
 }
 
+/// Reads CoNLL-U from a stream; errors name `name` and the line.
 inline std::vector<ConlluSentence> read_conllu(std::istream& in, const std::string& name) {
   std::vector<ConlluSentence> out;
   for_each_conllu_sentence(in, name, [&](ConlluSentence&& s) { out.push_back(std::move(s)); });
   return out;
 }
 
+/// Reads a CoNLL-U file.
+/// @code
+/// auto sentences = darkbert::read_conllu(darkbert::data_file("ud/en_ewt-ud-dev.conllu"));
+/// @endcode
 inline std::vector<ConlluSentence> read_conllu(const std::filesystem::path& file) {
   std::ifstream in(file, std::ios::binary);
   require(static_cast<bool>(in), file.string(), ": cannot open for reading");
   return read_conllu(in, file.string());
 }
 
-// Writes sentences in CoNLL-U order: comments, then for each word its multi-word token line (if one starts
-// there), the word, then its empty nodes; a blank line ends each sentence.
+/// Writes sentences in CoNLL-U order: comments, then for each word its multi-word token line (if one starts
+/// there), the word, then its empty nodes; a blank line ends each sentence.
 inline void write_conllu(std::ostream& out, const std::vector<ConlluSentence>& sentences) {
   for (const auto& s : sentences) {
     for (const auto& c : s.comments) out << c << '\n';
@@ -335,6 +355,7 @@ inline void write_conllu(std::ostream& out, const std::vector<ConlluSentence>& s
   }
 }
 
+/// Writes sentences as CoNLL-U (a read file round-trips byte for byte).
 inline void write_conllu(const std::filesystem::path& file, const std::vector<ConlluSentence>& sentences) {
   std::ofstream out(file, std::ios::binary);
   require(static_cast<bool>(out), file.string(), ": cannot open for writing");
@@ -343,15 +364,19 @@ inline void write_conllu(const std::filesystem::path& file, const std::vector<Co
   require(static_cast<bool>(out), file.string(), ": write error");
 }
 
-// Surface tokens of a sentence: multi-word tokens as one token, other words as themselves. Each entry is
-// {form, first word index, last word index (0-based, inclusive), space after}.
+/// Surface tokens of a sentence: multi-word tokens as one token, other words as themselves. Each entry is
+/// {form, first word index, last word index (0-based, inclusive), space after}.
 struct ConlluSurfaceToken {
-  std::string form;
+  std::string form;  ///<  the surface form
+  /// @{
+  /// indices into ConlluSentence::words of its first and last word
   std::size_t first_word = 0, last_word = 0;
-  bool space_after = true;
-  std::string spaces_after = " ";  // what follows in the text (SpaceAfter=No: "", SpacesAfter=...)
+  /// @}
+  bool space_after = true;  ///<  whether a space follows in the text
+  std::string spaces_after = "";  ///< what follows in the text (SpaceAfter=No: "", SpacesAfter=...)
 };
 
+/// The sentence as written: multiword tokens as one token, other words as themselves.
 inline std::vector<ConlluSurfaceToken> surface_tokens(const ConlluSentence& s) {
   std::vector<ConlluSurfaceToken> out;
   std::size_t m = 0;
@@ -368,8 +393,8 @@ inline std::vector<ConlluSurfaceToken> surface_tokens(const ConlluSentence& s) {
   return out;
 }
 
-// The sentence text rebuilt from its surface tokens and their MISC spacing (SpaceAfter=No, SpacesAfter=);
-// equals "# text" in UD releases.
+/// The sentence text rebuilt from its surface tokens and their MISC spacing (SpaceAfter=No, SpacesAfter=);
+/// equals "# text" in UD releases.
 inline std::string text_from_tokens(const ConlluSentence& s) {
   std::string text;
   const auto tokens = surface_tokens(s);

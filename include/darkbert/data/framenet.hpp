@@ -1,16 +1,19 @@
 #pragma once
-// FrameNet releases in the fndata-1.x layout (1.5 and 1.7 share it): frame/<Frame>.xml defines a frame's
-// elements and whether each is core; lu/lu<ID>.xml holds a lexical unit with its exemplar sentences, each
-// with a Target layer (the frame-evoking word) and FE layers (frame-element spans).
-//
-//   darkbert::FrameNet fn(darkbert::framenet_sample_dir(root));
-//   fn.for_each_lexical_unit([&](const darkbert::LexicalUnit& lu) {
-//     for (const auto& s : lu.sentences) for (const auto& a : s.annotations) use(s.text, a.target, a.elements);
-//   });
-//   auto picked = darkbert::select_framenet_examples(fn);   // the paper's selection (see below)
-//
-// Offsets: FrameNet counts characters with an inclusive end; this reader converts them to half-open UTF-8
-// byte spans (darkbert::Span) into the sentence text, ready for projection onto tokenizer offsets.
+/// @file
+/// FrameNet releases in the fndata-1.x layout (1.5 and 1.7 share it): `frame/<Frame>.xml` defines a frame's
+/// elements and whether each is core; `lu/lu<ID>.xml` holds a lexical unit with its exemplar sentences, each
+/// with a Target layer (the frame-evoking word) and FE layers (frame-element spans).
+///
+/// @code
+/// darkbert::FrameNet fn(darkbert::framenet_sample_dir(root));
+/// fn.for_each_lexical_unit([&](const darkbert::LexicalUnit& lu) {
+///   for (const auto& s : lu.sentences) for (const auto& a : s.annotations) use(s.text, a.target, a.elements);
+/// });
+/// auto picked = darkbert::select_framenet_examples(fn);   // the paper's selection (see below)
+/// @endcode
+///
+/// Offsets: FrameNet counts characters with an inclusive end; this reader converts them to half-open UTF-8
+/// byte spans (darkbert::Span) into the sentence text, ready for projection onto tokenizer offsets.
 
 #include <pugixml.hpp>  // pugi::xml_document (XML parsing)
 
@@ -36,20 +39,27 @@
 
 namespace darkbert {
 
-// FrameNet's coreType of a frame element. Core and Core-Unexpressed count as core.
+/// FrameNet's coreType of a frame element. Core and Core-Unexpressed count as core.
 enum class CoreType { core, core_unexpressed, peripheral, extra_thematic, other };
 
+/// A frame element as its frame defines it.
 struct FrameElementInfo {
-  int id = 0;
+  int id = 0;  ///<  FrameNet's ID
+  /// @{
+  /// full and abbreviated name
   std::string name, abbrev;
-  CoreType core_type = CoreType::other;
+  /// @}
+  CoreType core_type = CoreType::other;  ///<  core, peripheral, …
+  /// Core or core-unexpressed.
   bool is_core() const { return core_type == CoreType::core || core_type == CoreType::core_unexpressed; }
 };
 
+/// A frame: its name and elements.
 struct FrameInfo {
-  int id = 0;
-  std::string name;
-  std::vector<FrameElementInfo> elements;
+  int id = 0;  ///<  FrameNet's ID
+  std::string name;  ///<  e.g. "Birth_scenario"
+  std::vector<FrameElementInfo> elements;  ///<  every element of the frame
+  /// The element named `fe_name`, or null.
   const FrameElementInfo* element(std::string_view fe_name) const {
     for (const auto& e : elements)
       if (e.name == fe_name) return &e;
@@ -57,39 +67,42 @@ struct FrameInfo {
   }
 };
 
-// One frame-element label of an annotation set.
+/// One frame-element label of an annotation set.
 struct FrameElementSpan {
-  std::string name;
-  int fe_id = 0;
-  Span span;                       // UTF-8 bytes of the sentence text; {0,0} when not overt
-  std::string null_instantiation;  // "" when overt, else FrameNet's itype (INI, DNI, CNI, INC)
-  int layer_rank = 1;              // 1 = the main FE layer; 2+ = secondary FE layers
+  std::string name;  ///<  the element's name
+  int fe_id = 0;  ///<  the element's FrameNet ID
+  Span span;                       ///< UTF-8 bytes of the sentence text; {0,0} when not overt
+  std::string null_instantiation;  ///< "" when overt, else FrameNet's itype (INI, DNI, CNI, INC)
+  int layer_rank = 1;              ///< 1 = the main FE layer; 2+ = secondary FE layers
+  /// Whether the element is expressed in the text.
   bool overt() const { return null_instantiation.empty(); }
 };
 
-// One annotationSet with a Target layer: the frame-evoking target (possibly discontinuous) and its FEs.
+/// One annotationSet with a Target layer: the frame-evoking target (possibly discontinuous) and its FEs.
 struct FrameAnnotationSet {
-  int id = 0;
-  std::string status;            // MANUAL, AUTO_EDITED, ...
-  std::vector<Span> target;      // one span per Target label, in text order
-  std::vector<FrameElementSpan> elements;
+  int id = 0;  ///<  FrameNet's annotationSet ID
+  std::string status;            ///< MANUAL, AUTO_EDITED, ...
+  std::vector<Span> target;      ///< one span per Target label, in text order
+  std::vector<FrameElementSpan> elements;  ///<  the frame-element labels
 };
 
+/// An exemplar sentence of a lexical unit and its annotation sets.
 struct FrameNetSentence {
-  int id = 0;
-  std::string text;
-  std::vector<FrameAnnotationSet> annotations;  // only sets with a Target layer (POS-only sets are skipped)
+  int id = 0;  ///<  FrameNet's sentence ID
+  std::string text;  ///<  the sentence, UTF-8
+  std::vector<FrameAnnotationSet> annotations;  ///< only sets with a Target layer (POS-only sets are skipped)
 };
 
+/// A lexical unit (a word in one of its frames) with its exemplar sentences.
 struct LexicalUnit {
-  int id = 0;
-  std::string name;   // e.g. "neonate.n"
-  std::string pos;    // e.g. "N"
-  std::string frame;  // frame name
-  int frame_id = 0;
-  std::string status;
-  std::vector<FrameNetSentence> sentences;
-  std::filesystem::path file;
+  int id = 0;  ///<  FrameNet's ID
+  std::string name;   ///< e.g. "neonate.n"
+  std::string pos;    ///< e.g. "N"
+  std::string frame;  ///< frame name
+  int frame_id = 0;  ///<  ID of the frame
+  std::string status;  ///<  FrameNet's status, e.g. "Finished_Initial"
+  std::vector<FrameNetSentence> sentences;  ///<  the exemplar sentences
+  std::filesystem::path file;  ///<  the lu file it was read from
 };
 
 namespace detail {
@@ -102,7 +115,7 @@ inline std::size_t line_of_offset(std::string_view buffer, std::ptrdiff_t offset
   return line;
 }
 
-// An XML file loaded with errors that name the file and line.
+/// An XML file loaded with errors that name the file and line.
 class XmlFile {
  public:
   explicit XmlFile(std::filesystem::path file) : file_(std::move(file)) {
@@ -141,7 +154,7 @@ inline CoreType parse_core_type(std::string_view text) {
   return CoreType::other;
 }
 
-// Byte offset of every code point start, plus the text size at the end (index = character offset).
+/// Byte offset of every code point start, plus the text size at the end (index = character offset).
 inline std::vector<std::size_t> char_to_byte(std::string_view text) {
   std::vector<std::size_t> starts;
   starts.reserve(text.size() + 1);
@@ -153,7 +166,7 @@ inline std::vector<std::size_t> char_to_byte(std::string_view text) {
 
 }  // namespace detail
 
-// Reads frame/<Frame>.xml.
+/// Reads `frame/<Frame>.xml`.
 inline FrameInfo read_frame_file(const std::filesystem::path& file) {
   detail::XmlFile xml(file);
   const auto root = xml.doc().child("frame");
@@ -173,7 +186,7 @@ inline FrameInfo read_frame_file(const std::filesystem::path& file) {
   return frame;
 }
 
-// Reads lu/lu<ID>.xml: the lexical unit and its exemplar sentences with Target and FE spans.
+/// Reads `lu/lu<ID>.xml`: the lexical unit and its exemplar sentences with Target and FE spans.
 inline LexicalUnit read_lexical_unit_file(const std::filesystem::path& file) {
   detail::XmlFile xml(file);
   const auto root = xml.doc().child("lexUnit");
@@ -238,12 +251,15 @@ inline LexicalUnit read_lexical_unit_file(const std::filesystem::path& file) {
   return lu;
 }
 
-// A FrameNet release folder (holding frame/ and lu/): all frames in memory, lexical units read on demand.
-//
-//   darkbert::FrameNet fn("/data/fndata-1.7");
-//   const auto& frame = fn.frame("Emotion_directed");
+/// A FrameNet release folder (holding frame/ and lu/): all frames in memory, lexical units read on demand.
+///
+/// @code
+/// darkbert::FrameNet fn("/data/fndata-1.7");
+/// const auto& frame = fn.frame("Emotion_directed");
+/// @endcode
 class FrameNet {
  public:
+  /// Opens a release folder (frame/ and lu/); throws naming what is missing.
   explicit FrameNet(std::filesystem::path dir) : dir_(std::move(dir)) {
     std::error_code ec;
     require(std::filesystem::is_directory(dir_ / "frame", ec) && std::filesystem::is_directory(dir_ / "lu", ec),
@@ -270,20 +286,26 @@ class FrameNet {
     for (auto& [id, path] : lus) lu_files_.push_back(std::move(path));
   }
 
+  /// The release folder.
   const std::filesystem::path& dir() const { return dir_; }
+  /// Number of frame files.
   std::size_t frame_count() const { return frames_.size(); }
+  /// Every frame, by name (read on first use).
   const std::map<std::string, FrameInfo>& frames() const { return frames_; }
+  /// The frame called `name`, or null.
   const FrameInfo* find_frame(std::string_view name) const {
     auto it = frames_.find(std::string(name));
     return it == frames_.end() ? nullptr : &it->second;
   }
+  /// The frame called `name`; throws if there is none.
   const FrameInfo& frame(std::string_view name) const {
     if (const auto* f = find_frame(name)) return *f;
     fail(dir_.string(), ": no frame file frame/", name, ".xml");
   }
-  // lu/lu<ID>.xml files in increasing ID order.
+  /// `lu/lu<ID>.xml` files in increasing ID order.
   const std::vector<std::filesystem::path>& lexical_unit_files() const { return lu_files_; }
 
+  /// Reads the lexical units one at a time (the release does not fit in memory at once) and calls `callback` on each.
   void for_each_lexical_unit(const std::function<void(const LexicalUnit&)>& callback) const {
     for (const auto& f : lu_files_) callback(read_lexical_unit_file(f));
   }
@@ -294,15 +316,15 @@ class FrameNet {
   std::vector<std::filesystem::path> lu_files_;
 };
 
-// The sample in the data root: framenet/sample/fndata-1.7 if present, else framenet/sample/fndata-1.5.
+/// The sample in the data root: framenet/sample/fndata-1.7 if present, else framenet/sample/fndata-1.5.
 inline std::filesystem::path framenet_sample_dir(const DataRoot& root) {
   if (auto p = root.try_find("framenet/sample/fndata-1.7")) return *p;
   return root.find("framenet/sample/fndata-1.5", "FrameNet sample", framenet_hint);
 }
 
-// A full release: an unpacked folder in the data root (framenet/fndata-1.7, framenet/framenet_v17 as NLTK
-// ships it, framenet/fndata-1.5), else an archive (framenet/fndata-1.7.tar.xz, then
-// framenet/fndata-1.5-lu-frame.tar.xz) unpacked on first use into <cache>/framenet/<archive stem>/.
+/// A full release: an unpacked folder in the data root (framenet/fndata-1.7, framenet/framenet_v17 as NLTK
+/// ships it, framenet/fndata-1.5), else an archive (framenet/fndata-1.7.tar.xz, then
+/// framenet/fndata-1.5-lu-frame.tar.xz) unpacked on first use into `<cache>/framenet/<archive stem>/`.
 inline std::filesystem::path framenet_release_dir(const DataRoot& root, std::ostream* log = &std::clog) {
   for (const char* rel : {"framenet/fndata-1.7", "framenet/framenet_v17", "framenet/fndata-1.5"})
     if (auto p = root.try_find(rel)) {
@@ -326,38 +348,45 @@ inline std::filesystem::path framenet_release_dir(const DataRoot& root, std::ost
 
 // ---------------------------------------------------------------- the paper's sentence selection
 
-// Parameters of select_framenet_examples. Defaults follow the paper (Kovaleva et al. 2019, sec. 4.2):
-// sentences of at most 12 tokens, at most 3 core frame elements, and every target-element link at least
-// 2 tokens long. max_element_tokens reproduces the other reading of the paper's "frame elements of 3 tokens
-// or less" (each core element at most N tokens long); 0 disables it.
+/// Parameters of select_framenet_examples. Defaults follow the paper (Kovaleva et al. 2019, sec. 4.2):
+/// sentences of at most 12 tokens, at most 3 core frame elements, and every target-element link at least
+/// 2 tokens long. max_element_tokens reproduces the other reading of the paper's "frame elements of 3 tokens
+/// or less" (each core element at most N tokens long); 0 disables it.
 struct FrameNetSelectionOptions {
-  std::size_t max_tokens = 12;         // sentence length in whitespace tokens
-  std::size_t min_core_elements = 1;   // need at least one link
-  std::size_t max_core_elements = 3;   // overt core elements in the annotation set (0 = no limit)
-  std::size_t max_element_tokens = 0;  // length limit of each core element in tokens (0 = no limit)
-  std::size_t min_distance = 2;        // token distance target <-> every core element (1 = adjacent)
+  std::size_t max_tokens = 12;         ///< sentence length in whitespace tokens
+  std::size_t min_core_elements = 1;   ///< need at least one link
+  std::size_t max_core_elements = 3;   ///< overt core elements in the annotation set (0 = no limit)
+  std::size_t max_element_tokens = 0;  ///< length limit of each core element in tokens (0 = no limit)
+  std::size_t min_distance = 2;        ///< token distance target <-> every core element (1 = adjacent)
 };
 
-// A target-element link of a selected sentence.
+/// A target-element link of a selected sentence.
 struct FrameNetLink {
-  std::string element;              // frame-element name
-  Span span;                        // bytes of the text
-  std::vector<std::size_t> tokens;  // indices into FrameNetExample::tokens
-  std::size_t distance = 0;         // min |i - j| over target token i and element token j (0 = overlap)
+  std::string element;              ///< frame-element name
+  Span span;                        ///< bytes of the text
+  std::vector<std::size_t> tokens;  ///< indices into FrameNetExample::tokens
+  std::size_t distance = 0;         ///< min |i - j| over target token i and element token j (0 = overlap)
 };
 
+/// One selected sentence with its target and core frame elements as byte spans (the §3.2 data).
 struct FrameNetExample {
-  int lu_id = 0;
+  int lu_id = 0;  ///<  ID of the lexical unit
+  /// @{
+  /// names of the lexical unit and its frame
   std::string lu_name, frame;
+  /// @}
+  /// @{
+  /// FrameNet IDs of the sentence and the annotation set
   int sentence_id = 0, annotation_id = 0;
-  std::string text;
-  std::vector<Span> tokens;                 // whitespace tokens, bytes of text
-  std::vector<std::size_t> target_tokens;   // token indices of the target (may be discontinuous)
-  std::vector<Span> target;                 // target byte spans
-  std::vector<FrameNetLink> core_elements;  // overt core elements of FE layer rank 1
+  /// @}
+  std::string text;  ///<  the sentence, UTF-8
+  std::vector<Span> tokens;                 ///< whitespace tokens, bytes of text
+  std::vector<std::size_t> target_tokens;   ///< token indices of the target (may be discontinuous)
+  std::vector<Span> target;                 ///< target byte spans
+  std::vector<FrameNetLink> core_elements;  ///< overt core elements of FE layer rank 1
 };
 
-// Whitespace tokens of a text (FrameNet exemplar text is already tokenized with spaces).
+/// Whitespace tokens of a text (FrameNet exemplar text is already tokenized with spaces).
 inline std::vector<Span> whitespace_tokens(std::string_view text) {
   std::vector<Span> out;
   std::size_t i = 0;
@@ -391,11 +420,11 @@ inline std::size_t token_distance(const std::vector<std::size_t>& a, const std::
 
 }  // namespace detail
 
-// Applies the selection to one annotation set; nullopt when it does not qualify. Rules, in order:
-// text has at most max_tokens whitespace tokens; the target covers at least one token; the overt core
-// elements (coreType Core or Core-Unexpressed in the frame file, FE layer rank 1, each covering at least
-// one token) number min_core_elements..max_core_elements; each is at most max_element_tokens long (if set)
-// and at least min_distance tokens from the target.
+/// Applies the selection to one annotation set; nullopt when it does not qualify. Rules, in order:
+/// text has at most max_tokens whitespace tokens; the target covers at least one token; the overt core
+/// elements (coreType Core or Core-Unexpressed in the frame file, FE layer rank 1, each covering at least
+/// one token) number min_core_elements..max_core_elements; each is at most max_element_tokens long (if set)
+/// and at least min_distance tokens from the target.
 inline std::optional<FrameNetExample> select_framenet_example(const LexicalUnit& lu, const FrameInfo& frame,
                                                               const FrameNetSentence& sentence,
                                                               const FrameAnnotationSet& set,
@@ -434,8 +463,8 @@ inline std::optional<FrameNetExample> select_framenet_example(const LexicalUnit&
   return ex;
 }
 
-// Runs the selection over every lexical unit of a release (one example per qualifying annotation set), in
-// lexical-unit ID order. `progress` (may be null) gets a line every 1000 lexical units.
+/// Runs the selection over every lexical unit of a release (one example per qualifying annotation set), in
+/// lexical-unit ID order. `progress` (may be null) gets a line every 1000 lexical units.
 inline std::vector<FrameNetExample> select_framenet_examples(const FrameNet& fn,
                                                              const FrameNetSelectionOptions& options = {},
                                                              std::ostream* progress = nullptr) {

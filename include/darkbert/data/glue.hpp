@@ -1,28 +1,33 @@
 #pragma once
-// The seven GLUE tasks of "Revealing the Dark Secrets of BERT": MRPC, STS-B, SST-2, QQP, RTE, QNLI, MNLI.
-// Reads the official GLUE TSV files (as written by GLUE's download_glue_data.py) and the Hugging Face export
-// of RTE in glue/RTE-hf; columns are found by header name, so the column order may vary between copies.
-//
-//   auto root = darkbert::DataRoot::from_environment();
-//   auto dev = darkbert::load_glue(root, darkbert::GlueTask::mrpc, "dev");
-//   for (const auto& ex : dev.examples) use(ex.text_a, ex.text_b, ex.label);
-//   auto ft = darkbert::load_glue_finetune(root, darkbert::GlueTask::qnli, {.max_train = 3000, .max_eval = 500});
-//
-// Layouts and labels (label index = position in GlueTaskInfo::labels, the order of the original BERT
-// run_classifier processors):
-//   MRPC   Quality, #1 ID, #2 ID, #1 String, #2 String          labels "0","1" (1 = paraphrase)
-//   STS-B  index, genre, ..., sentence1, sentence2, score       score in [0, 5] (regression)
-//   SST-2  sentence, label                                      labels "0","1" (1 = positive); single text
-//   QQP    id, qid1, qid2, question1, question2, is_duplicate   labels "0","1" (1 = duplicate)
-//   RTE    index, sentence1, sentence2, label                   labels entailment, not_entailment
-//   RTE-hf sentence1, sentence2, label (0/1), idx; CSV quoting  0 = entailment, 1 = not_entailment
-//   QNLI   index, question, sentence, label                     labels entailment, not_entailment
-//   MNLI   ..., sentence1, sentence2, ..., gold_label           labels contradiction, entailment, neutral
-// Metrics (GLUE's): MRPC and QQP accuracy + F1 of class 1; STS-B Pearson + Spearman; the rest accuracy.
-//
-// Files: glue/<folder>/<split>.tsv with folder MRPC, STS-B, SST-2, QQP, RTE (else RTE-hf), QNLI, MNLI and
-// split train / dev (MNLI: train / dev_matched / dev_mismatched). Texts are kept byte for byte (SST-2's
-// trailing space included).
+/// @file
+/// The seven GLUE tasks of "Revealing the Dark Secrets of BERT": MRPC, STS-B, SST-2, QQP, RTE, QNLI, MNLI.
+/// Reads the official GLUE TSV files (as written by GLUE's download_glue_data.py) and the Hugging Face export
+/// of RTE in glue/RTE-hf; columns are found by header name, so the column order may vary between copies.
+///
+/// @code
+/// auto root = darkbert::DataRoot::from_environment();
+/// auto dev = darkbert::load_glue(root, darkbert::GlueTask::mrpc, "dev");
+/// for (const auto& ex : dev.examples) use(ex.text_a, ex.text_b, ex.label);
+/// auto ft = darkbert::load_glue_finetune(root, darkbert::GlueTask::qnli, {.max_train = 3000, .max_eval = 500});
+/// @endcode
+///
+/// Layouts and labels (label index = position in GlueTaskInfo::labels, the order of the original BERT
+/// run_classifier processors):
+/// @code
+/// MRPC   Quality, #1 ID, #2 ID, #1 String, #2 String          labels "0","1" (1 = paraphrase)
+/// STS-B  index, genre, ..., sentence1, sentence2, score       score in [0, 5] (regression)
+/// SST-2  sentence, label                                      labels "0","1" (1 = positive); single text
+/// QQP    id, qid1, qid2, question1, question2, is_duplicate   labels "0","1" (1 = duplicate)
+/// RTE    index, sentence1, sentence2, label                   labels entailment, not_entailment
+/// RTE-hf sentence1, sentence2, label (0/1), idx; CSV quoting  0 = entailment, 1 = not_entailment
+/// QNLI   index, question, sentence, label                     labels entailment, not_entailment
+/// MNLI   ..., sentence1, sentence2, ..., gold_label           labels contradiction, entailment, neutral
+/// @endcode
+/// Metrics (GLUE's): MRPC and QQP accuracy + F1 of class 1; STS-B Pearson + Spearman; the rest accuracy.
+///
+/// Files: `glue/<folder>/<split>.tsv` with folder MRPC, STS-B, SST-2, QQP, RTE (else RTE-hf), QNLI, MNLI and
+/// split train / dev (MNLI: train / dev_matched / dev_mismatched). Texts are kept byte for byte (SST-2's
+/// trailing space included).
 
 #include <algorithm>    // std::sort, std::min, std::max
 #include <array>        // std::array
@@ -47,25 +52,30 @@
 
 namespace darkbert {
 
+/// The GLUE tasks darkbert reads.
 enum class GlueTask { mrpc, stsb, sst2, qqp, rte, qnli, mnli };
+/// The metrics GLUE reports.
 enum class GlueMetric { accuracy, f1, pearson, spearman };
 
+/// Every GlueTask, in GLUE's order.
 inline constexpr std::array<GlueTask, 7> all_glue_tasks = {GlueTask::mrpc, GlueTask::stsb, GlueTask::sst2,
                                                            GlueTask::qqp,  GlueTask::rte,  GlueTask::qnli,
                                                            GlueTask::mnli};
 
+/// What darkbert knows about a task: name, folders, labels and metrics.
 struct GlueTaskInfo {
-  GlueTask task;
-  std::string_view name;                 // "MRPC", "STS-B", ...
-  std::vector<std::string_view> folders; // folders under glue/, tried in order
-  bool pair = true;                      // two texts per example
-  bool regression = false;               // STS-B: a score instead of a class
-  std::vector<std::string_view> labels;  // class names; label index = position
-  std::vector<GlueMetric> metrics;       // GLUE's metrics for the task
-  std::vector<std::string_view> splits;  // labelled splits of the official release
-  std::string_view url;                  // official download
+  GlueTask task;  ///<  the task
+  std::string_view name;                 ///< "MRPC", "STS-B", ...
+  std::vector<std::string_view> folders; ///< folders under glue/, tried in order
+  bool pair = true;                      ///< two texts per example
+  bool regression = false;               ///< STS-B: a score instead of a class
+  std::vector<std::string_view> labels;  ///< class names; label index = position
+  std::vector<GlueMetric> metrics;       ///< GLUE's metrics for the task
+  std::vector<std::string_view> splits;  ///< labelled splits of the official release
+  std::string_view url;                  ///< official download
 };
 
+/// `glue_task_info(GlueTask::mrpc).name` is "MRPC".
 inline const GlueTaskInfo& glue_task_info(GlueTask task) {
   static const std::array<GlueTaskInfo, 7> infos = {{
       {GlueTask::mrpc, "MRPC", {"MRPC"}, true, false, {"0", "1"}, {GlueMetric::accuracy, GlueMetric::f1},
@@ -87,6 +97,7 @@ inline const GlueTaskInfo& glue_task_info(GlueTask task) {
   return infos[static_cast<std::size_t>(task)];
 }
 
+/// "accuracy", "f1", "pearson" or "spearman".
 inline std::string_view to_string(GlueMetric metric) {
   switch (metric) {
     case GlueMetric::accuracy: return "accuracy";
@@ -97,7 +108,7 @@ inline std::string_view to_string(GlueMetric metric) {
   return "?";
 }
 
-// "MRPC", "mrpc", "STS-B", "stsb", "sts-b", "SST-2", "sst2", ... (case and '-' / '_' insensitive).
+/// "MRPC", "mrpc", "STS-B", "stsb", "sts-b", "SST-2", "sst2", ... (case and '-' / '_' insensitive).
 inline GlueTask parse_glue_task(std::string_view name) {
   std::string key;
   for (char c : name)
@@ -111,34 +122,40 @@ inline GlueTask parse_glue_task(std::string_view name) {
   fail("unknown GLUE task '", name, "' (expected one of MRPC, STS-B, SST-2, QQP, RTE, QNLI, MNLI)");
 }
 
+/// One labelled example of a GLUE task.
 struct GlueExample {
-  std::string id;         // the file's own id (index / pairID / "#1 ID-#2 ID" / idx)
-  std::string text_a;
-  std::string text_b;     // empty for single-text tasks (SST-2)
-  int label = -1;         // class index into GlueTaskInfo::labels; -1 for STS-B
-  double score = 0.0;     // STS-B similarity in [0, 5]; 0 for classification tasks
-  std::size_t line = 0;   // 1-based line in the file
+  std::string id;         ///< the file's own id (index / pairID / "#1 ID-#2 ID" / idx)
+  std::string text_a;  ///<  the first (or only) text
+  std::string text_b;     ///< empty for single-text tasks (SST-2)
+  int label = -1;         ///< class index into GlueTaskInfo::labels; -1 for STS-B
+  double score = 0.0;     ///< STS-B similarity in [0, 5]; 0 for classification tasks
+  std::size_t line = 0;   ///< 1-based line in the file
 };
 
+/// One split of a GLUE task as read from its file.
+/// @code
+/// darkbert::GlueData dev = darkbert::load_glue(darkbert::DataRoot::from_environment(), darkbert::GlueTask::mrpc, "dev");
+/// @endcode
 struct GlueData {
-  GlueTask task = GlueTask::mrpc;
-  std::string split;             // "train", "dev", "dev_matched", ... or "dev[train part]" after a split
-  std::filesystem::path file;
-  std::string layout;            // "glue" or "hf" (RTE-hf)
-  std::vector<GlueExample> examples;
-  std::size_t skipped = 0;       // MNLI rows with gold_label "-" (only in the original MultiNLI files)
+  GlueTask task = GlueTask::mrpc;  ///<  which task
+  std::string split;             ///< "train", "dev", "dev_matched", ... or "dev[train part]" after a split
+  std::filesystem::path file;  ///<  the file it was read from
+  std::string layout;            ///< "glue" or "hf" (RTE-hf)
+  std::vector<GlueExample> examples;  ///<  in file order
+  std::size_t skipped = 0;       ///< MNLI rows with gold_label "-" (only in the original MultiNLI files)
 };
 
+/// Options of the GLUE readers.
 struct GlueReadOptions {
-  std::size_t max_rows = 0;  // keep the first max_rows examples in file order (0 = all)
+  std::size_t max_rows = 0;  ///< keep the first max_rows examples in file order (0 = all)
 };
 
 namespace detail {
 
 struct GlueLayout {
   std::string_view name;
-  std::vector<std::string_view> id_columns;  // joined with '-'
-  std::string_view text_a, text_b, label;    // text_b empty for single-text tasks
+  std::vector<std::string_view> id_columns;  ///< joined with '-'
+  std::string_view text_a, text_b, label;    ///< text_b empty for single-text tasks
   enum class LabelKind { name, index, score } label_kind;
   Quoting quoting;
 };
@@ -159,7 +176,7 @@ inline std::vector<GlueLayout> glue_layouts(GlueTask task) {
   return {};
 }
 
-// The header line of a TSV file split on tabs (BOM dropped), to pick a layout before parsing the rest.
+/// The header line of a TSV file split on tabs (BOM dropped), to pick a layout before parsing the rest.
 inline std::vector<std::string> peek_header(const std::filesystem::path& file) {
   std::ifstream in(file, std::ios::binary);
   require(static_cast<bool>(in), file.string(), ": cannot open for reading");
@@ -196,8 +213,8 @@ inline double parse_score(std::string_view text, const std::filesystem::path& fi
 
 }  // namespace detail
 
-// Reads one GLUE TSV file of `task`; the layout is chosen from its header. Errors name file and line
-// (wrong number of fields, unknown label, bad score, header of no known layout).
+/// Reads one GLUE TSV file of `task`; the layout is chosen from its header. Errors name file and line
+/// (wrong number of fields, unknown label, bad score, header of no known layout).
 inline GlueData read_glue_file(GlueTask task, const std::filesystem::path& file, const GlueReadOptions& options = {}) {
   const auto& info = glue_task_info(task);
   const auto header = detail::peek_header(file);
@@ -281,15 +298,15 @@ inline GlueData read_glue_file(GlueTask task, const std::filesystem::path& file,
   return data;
 }
 
-// Relative path of a split's file under the data root, e.g. "glue/RTE-hf/dev.tsv"; nullopt if absent.
+/// Relative path of a split's file under the data root, e.g. "glue/RTE-hf/dev.tsv"; nullopt if absent.
 inline std::optional<std::filesystem::path> find_glue_file(const DataRoot& root, GlueTask task, std::string_view split) {
   for (auto folder : glue_task_info(task).folders)
     if (auto p = root.try_find("glue/" + std::string(folder) + "/" + std::string(split) + ".tsv")) return p;
   return std::nullopt;
 }
 
-// Loads one labelled split ("train", "dev"; MNLI "train", "dev_matched", "dev_mismatched").
-// A missing file throws a message naming the task, every place looked and where to download it.
+/// Loads one labelled split ("train", "dev"; MNLI "train", "dev_matched", "dev_mismatched").
+/// A missing file throws a message naming the task, every place looked and where to download it.
 inline GlueData load_glue(const DataRoot& root, GlueTask task, std::string_view split,
                           const GlueReadOptions& options = {}) {
   const auto& info = glue_task_info(task);
@@ -313,7 +330,7 @@ inline GlueData load_glue(const DataRoot& root, GlueTask task, std::string_view 
                                                   std::string(info.url)));
 }
 
-// Reads glue/MRPC/dev_ids.tsv (no header; "#1 ID<TAB>#2 ID" per line): the pairs GLUE moved to dev.
+/// Reads glue/MRPC/dev_ids.tsv (no header; "#1 ID<TAB>#2 ID" per line): the pairs GLUE moved to dev.
 inline std::vector<std::pair<std::string, std::string>> read_mrpc_dev_ids(const std::filesystem::path& file) {
   TsvOptions options;
   options.has_header = false;
@@ -327,29 +344,30 @@ inline std::vector<std::pair<std::string, std::string>> read_mrpc_dev_ids(const 
   return ids;
 }
 
-// How fine-tuning data is formed when a task's train split is absent (QNLI here; MNLI and QQP when only
-// their dev files are present). See load_glue_finetune.
+/// How fine-tuning data is formed when a task's train split is absent (QNLI here; MNLI and QQP when only
+/// their dev files are present). See load_glue_finetune.
 struct GlueFinetuneOptions {
-  std::size_t max_train = 0;       // cap on fine-tuning rows (0 = no cap); the replication used 3000
-  std::size_t max_eval = 0;        // cap on evaluation rows (0 = no cap); the replication used 500
-  std::uint64_t seed = 20190820;   // seed of the dev split (only used when train.tsv is absent)
-  double eval_fraction = 0.2;      // share of dev held out for evaluation when train.tsv is absent
-  std::string_view mnli_eval = "dev_matched";  // MNLI: evaluate on dev_matched or dev_mismatched
+  std::size_t max_train = 0;       ///< cap on fine-tuning rows (0 = no cap); the replication used 3000
+  std::size_t max_eval = 0;        ///< cap on evaluation rows (0 = no cap); the replication used 500
+  std::uint64_t seed = 20190820;   ///< seed of the dev split (only used when train.tsv is absent)
+  double eval_fraction = 0.2;      ///< share of dev held out for evaluation when train.tsv is absent
+  std::string_view mnli_eval = "";  ///< MNLI: evaluate on dev_matched or dev_mismatched
 };
 
+/// A fine-tuning split and an evaluation split of one task (see load_glue_finetune).
 struct GlueFinetuneData {
-  GlueData train;
-  GlueData eval;
-  std::string provenance;  // one sentence saying where both parts came from (for logs and results)
+  GlueData train;  ///<  examples to fine-tune on
+  GlueData eval;  ///<  examples to evaluate on
+  std::string provenance;  ///< one sentence saying where both parts came from (for logs and results)
 };
 
-// Fine-tuning and evaluation sets for a task.
-//  * train.tsv present: train = train.tsv, eval = dev.tsv (MNLI: options.mnli_eval).
-//  * train.tsv absent, dev present (QNLI here): the dev rows are shuffled with seeded_permutation(n, seed);
-//    the first ceil(eval_fraction * n) shuffled rows are the evaluation part, the rest the fine-tuning part;
-//    each part is then put back into file order.
-//  * neither present (QQP, MNLI here): the error of load_glue, saying the task is absent and how to get it.
-// Caps keep the first max_train / max_eval rows of each part in file order.
+/// Fine-tuning and evaluation sets for a task.
+///  * train.tsv present: train = train.tsv, eval = dev.tsv (MNLI: options.mnli_eval).
+///  * train.tsv absent, dev present (QNLI here): the dev rows are shuffled with seeded_permutation(n, seed);
+///    the first ceil(eval_fraction * n) shuffled rows are the evaluation part, the rest the fine-tuning part;
+///    each part is then put back into file order.
+///  * neither present (QQP, MNLI here): the error of load_glue, saying the task is absent and how to get it.
+/// Caps keep the first max_train / max_eval rows of each part in file order.
 inline GlueFinetuneData load_glue_finetune(const DataRoot& root, GlueTask task, const GlueFinetuneOptions& options = {}) {
   const auto& info = glue_task_info(task);
   const std::string_view eval_split = task == GlueTask::mnli ? options.mnli_eval : std::string_view("dev");

@@ -1,19 +1,24 @@
 #pragma once
-// Multi-class averaged perceptron over string features: the learner behind the POS tagger and the
-// subject/object labeller (Collins 2002; weights averaged over every training step).
-//
-//   darkbert::AveragedPerceptron p({"NOUN", "VERB"});
-//   std::vector<int> f = {p.intern("w=dog"), p.intern("suffix=og")};
-//   int guess = p.predict(f);
-//   p.update(f, /*truth=*/0, guess);  p.tick();   // once per training instance
-//   p.finalize();                                 // average; then save(out) / load(in)
-//
-// File section (text, line-oriented, documented in annotator.hpp):
-//   perceptron 1
-//   classes <C>\t<class 0>\t...\t<class C-1>
-//   features <F>
-//   <feature>\t<class>:<weight> <class>:<weight> ...     (F lines; only non-zero weights)
-// Feature strings escape \ tab and newline as \\ \t \n. Weights are written in shortest round-trip form.
+/// @file
+/// Multi-class averaged perceptron over string features: the learner behind the POS tagger and the
+/// subject/object labeller (Collins 2002; weights averaged over every training step).
+///
+/// @code
+/// darkbert::AveragedPerceptron p({"NOUN", "VERB"});
+/// std::vector<int> f = {p.intern("w=dog"), p.intern("suffix=og")};
+/// int guess = p.predict(f);
+/// p.update(f, /*truth=*/0, guess);  p.tick();   // once per training instance
+/// p.finalize();                                 // average; then save(out) / load(in)
+/// @endcode
+///
+/// File section (text, line-oriented, documented in annotator.hpp):
+/// @code
+/// perceptron 1
+/// classes <C>\t<class 0>\t...\t<class C-1>
+/// features <F>
+/// <feature>\t<class>:<weight> <class>:<weight> ...     (F lines; only non-zero weights)
+/// @endcode
+/// Feature strings escape `\` tab and newline as `\\` `\t` `\n`. Weights are written in shortest round-trip form.
 
 #include <array>          // std::array (score buffer)
 #include <charconv>       // std::to_chars, std::from_chars
@@ -67,11 +72,11 @@ inline bool unescape_feature(std::string_view s, std::string& out) {
   return true;
 }
 
-// Reads lines and knows where it is, so load errors can name file and line.
+/// Reads lines and knows where it is, so load errors can name file and line.
 class LineReader {
  public:
   LineReader(std::istream& in, std::string name) : in_(in), name_(std::move(name)) {}
-  // Next line (without '\n'); throws at end of input, saying what was expected.
+  /// Next line (without '\n'); throws at end of input, saying what was expected.
   std::string_view next(std::string_view expected) {
     if (!std::getline(in_, line_)) fail(name_, ":", line_no_ + 1, ": unexpected end of file, expected ", expected);
     ++line_no_;
@@ -115,23 +120,29 @@ inline std::vector<std::string_view> split(std::string_view s, char sep) {
 
 }  // namespace detail
 
+/// Multi-class averaged perceptron over string features (the tagger's and labeller's model).
 class AveragedPerceptron {
  public:
   AveragedPerceptron() = default;
+  /// An untrained model over `classes` (at least one).
   explicit AveragedPerceptron(std::vector<std::string> classes) : classes_(std::move(classes)) {
     require(!classes_.empty(), "AveragedPerceptron: needs at least one class");
   }
 
+  /// Number of classes.
   int num_classes() const { return static_cast<int>(classes_.size()); }
+  /// The class names, index order.
   const std::vector<std::string>& classes() const { return classes_; }
+  /// Number of distinct features seen.
   std::size_t num_features() const { return names_.size(); }
+  /// Index of the class `name`; throws if unknown.
   int class_index(std::string_view name) const {
     for (std::size_t k = 0; k < classes_.size(); ++k)
       if (classes_[k] == name) return static_cast<int>(k);
     return -1;
   }
 
-  // Id of a feature, adding it if new (training only).
+  /// Id of a feature, adding it if new (training only).
   int intern(std::string_view feature) {
     require(!finalized_, "AveragedPerceptron: cannot add features after finalize()");
     if (auto it = ids_.find(feature); it != ids_.end()) return it->second;
@@ -142,13 +153,13 @@ class AveragedPerceptron {
     accum_.resize(accum_.size() + classes_.size(), 0.0);
     return id;
   }
-  // Id of a known feature, -1 if unknown.
+  /// Id of a known feature, -1 if unknown.
   int lookup(std::string_view feature) const {
     auto it = ids_.find(feature);
     return it == ids_.end() ? -1 : it->second;
   }
 
-  // scores[c] = sum of weights of the given features for class c (ids of -1 are skipped).
+  /// scores[c] = sum of weights of the given features for class c (ids of -1 are skipped).
   void scores(const std::vector<int>& features, std::vector<float>& out) const {
     const std::size_t c = classes_.size();
     out.assign(c, 0.0f);
@@ -158,7 +169,7 @@ class AveragedPerceptron {
       for (std::size_t k = 0; k < c; ++k) out[k] += w[k];
     }
   }
-  // Highest-scoring class; ties go to the lower class index (deterministic).
+  /// Highest-scoring class; ties go to the lower class index (deterministic).
   int predict(const std::vector<int>& features) const {
     const std::size_t c = classes_.size();
     std::array<float, 64> small{};
@@ -179,7 +190,7 @@ class AveragedPerceptron {
     return static_cast<int>(best);
   }
 
-  // Perceptron step: +1 to truth, -1 to guess on every feature (nothing when they agree).
+  /// Perceptron step: +1 to truth, -1 to guess on every feature (nothing when they agree).
   void update(const std::vector<int>& features, int truth, int guess) {
     if (truth == guess) return;
     const std::size_t c = classes_.size();
@@ -193,12 +204,12 @@ class AveragedPerceptron {
       accum_[base + static_cast<std::size_t>(guess)] -= t;
     }
   }
-  // Counts one training instance (call after each update, hit or miss).
+  /// Counts one training instance (call after each update, hit or miss).
   void tick() { ++instances_; }
 
-  // Replaces the weights by their average over all instances and drops the training state.
-  // An update made while instance t (0-based) was processed counts for T - t of the T instances, so the
-  // average is w - accum / T with accum = sum of t * delta.
+  /// Replaces the weights by their average over all instances and drops the training state.
+  /// An update made while instance t (0-based) was processed counts for T - t of the T instances, so the
+  /// average is w - accum / T with accum = sum of t * delta.
   void finalize() {
     if (finalized_) return;
     if (instances_ > 0) {
@@ -210,8 +221,10 @@ class AveragedPerceptron {
     accum_.shrink_to_fit();
     finalized_ = true;
   }
+  /// Whether the weights have been averaged (training is over).
   bool finalized() const { return finalized_; }
 
+  /// Writes the model as text (load reads it back exactly).
   void save(std::ostream& out) const {
     require(finalized_, "AveragedPerceptron::save: call finalize() first");
     const std::size_t c = classes_.size();
@@ -237,6 +250,7 @@ class AveragedPerceptron {
     }
   }
 
+  /// Reads a model written by save.
   static AveragedPerceptron load(detail::LineReader& in) {
     auto header = in.next("'perceptron 1'");
     if (header != "perceptron 1") in.error("expected 'perceptron 1', got '", header, "'");
@@ -291,10 +305,10 @@ class AveragedPerceptron {
   }
 
   std::vector<std::string> classes_;
-  std::vector<std::string> names_;  // feature strings by id
-  StringMap<int> ids_;               // feature string -> id, searched with string_views
-  std::vector<float> weights_;      // [feature][class]
-  std::vector<double> accum_;       // [feature][class], training only
+  std::vector<std::string> names_;  ///< feature strings by id
+  StringMap<int> ids_;               ///< feature string -> id, searched with string_views
+  std::vector<float> weights_;      ///< [feature][class]
+  std::vector<double> accum_;       ///< [feature][class], training only
   long long instances_ = 0;
   bool finalized_ = false;
 };

@@ -1,17 +1,20 @@
 #pragma once
-// Universal POS tagger: two greedy left-to-right averaged perceptrons (perceptron.hpp) trained on UD
-// English EWT. The first pass sees the words and the tags it already predicted on the left; the second
-// pass also sees the first pass's tags on the right (i+1, i+2). The second pass is trained on first-pass
-// tags produced by jackknifing (each fold tagged by a first pass trained on the other folds), so it learns
-// how far to trust them.
-//
-// Features of word i: the word (as written and lower-cased), prefixes 1-3 and suffixes 1-4, a shape
-// ("Xxxx" -> "Xx", "1,000" -> "d,d"), hyphen/digit/capital flags, the words of i-2..i+2, suffixes and shapes
-// of i-1 and i+1, word bigrams, the ambiguity classes of i-1..i+2 (TagLexicon), and the predicted tags of
-// i-1 and i-2 (plus i+1, i+2 in the second pass).
-//
-//   darkbert::PosTagger tagger = darkbert::PosTagger::train(words, tags);
-//   std::vector<std::string> upos = tagger.tag({"The", "dog", "barks", "."});  // DET NOUN VERB PUNCT
+/// @file
+/// Universal POS tagger: two greedy left-to-right averaged perceptrons (perceptron.hpp) trained on UD
+/// English EWT. The first pass sees the words and the tags it already predicted on the left; the second
+/// pass also sees the first pass's tags on the right (i+1, i+2). The second pass is trained on first-pass
+/// tags produced by jackknifing (each fold tagged by a first pass trained on the other folds), so it learns
+/// how far to trust them.
+///
+/// Features of word i: the word (as written and lower-cased), prefixes 1-3 and suffixes 1-4, a shape
+/// ("Xxxx" -> "Xx", "1,000" -> "d,d"), hyphen/digit/capital flags, the words of i-2..i+2, suffixes and shapes
+/// of i-1 and i+1, word bigrams, the ambiguity classes of i-1..i+2 (TagLexicon), and the predicted tags of
+/// i-1 and i-2 (plus i+1, i+2 in the second pass).
+///
+/// @code
+/// darkbert::PosTagger tagger = darkbert::PosTagger::train(words, tags);
+/// std::vector<std::string> upos = tagger.tag({"The", "dog", "barks", "."});  // DET NOUN VERB PUNCT
+/// @endcode
 
 #include <algorithm>    // std::sort, std::find
 #include <cstddef>      // std::size_t, std::ptrdiff_t
@@ -30,20 +33,24 @@
 
 namespace darkbert {
 
+/// Training settings of the POS tagger.
 struct TaggerTrainOptions {
-  int iterations = 8;      // passes over the training sentences (each model)
-  int folds = 2;           // jackknife folds for the second pass; 0 = first pass only
-  std::uint64_t seed = 1;  // pass p visits sentences in seeded_permutation(n, seed + p) order
+  int iterations = 8;      ///< passes over the training sentences (each model)
+  int folds = 2;           ///< jackknife folds for the second pass; 0 = first pass only
+  std::uint64_t seed = 1;  ///< pass p visits sentences in seeded_permutation(n, seed + p) order
 };
 
-// The tags each frequent word was seen with in training ("that" -> "DET|PRON|SCONJ"): a view of the words
-// to the right, whose tags are not predicted yet. Words seen fewer than min_count times map to "?"; a tag
-// counts when it covers at least min_share of the word's occurrences.
+/// The tags each frequent word was seen with in training ("that" -> "DET|PRON|SCONJ"): a view of the words
+/// to the right, whose tags are not predicted yet. Words seen fewer than min_count times map to "?"; a tag
+/// counts when it covers at least min_share of the word's occurrences.
 class TagLexicon {
  public:
+  /// Fewest occurrences for a word to get an entry.
   static constexpr std::size_t min_count = 3;
+  /// Smallest share of a word's occurrences for a tag to count.
   static constexpr double min_share = 0.05;
 
+  /// Builds the lexicon from lower-cased training sentences and their tags.
   static TagLexicon build(const std::vector<std::vector<std::string>>& lower_words,
                           const std::vector<std::vector<std::string>>& tags) {
     std::map<std::string, std::map<std::string, std::size_t>> counts;
@@ -61,12 +68,15 @@ class TagLexicon {
     }
     return lex;
   }
+  /// The word's tags joined by '|', or "?" for a rare word.
   const std::string& ambiguity_class(const std::string& lower_word) const {
     static const std::string unknown = "?";
     auto it = classes_.find(lower_word);
     return it == classes_.end() ? unknown : it->second;
   }
+  /// Every word and its ambiguity class.
   const std::map<std::string, std::string>& entries() const { return classes_; }
+  /// Adds one entry (used when loading a saved model).
   void add(std::string word, std::string cls) { classes_.emplace(std::move(word), std::move(cls)); }
 
  private:
@@ -102,13 +112,13 @@ inline std::string lower_word(std::string_view w) {
   return out;
 }
 
-// One sentence prepared for a tagger: lower-cased words and their static (tag-independent) features.
+/// One sentence prepared for a tagger: lower-cased words and their static (tag-independent) features.
 struct TaggerInput {
   std::vector<std::string> lower;
   std::vector<std::vector<std::string>> features;
 };
 
-// `right_tags`, when given, are first-pass tags; their i+1 / i+2 values become features.
+/// `right_tags`, when given, are first-pass tags; their i+1 / i+2 values become features.
 inline TaggerInput tagger_input(const std::vector<std::string>& words, const TagLexicon& lexicon,
                                 const std::vector<std::string>* right_tags) {
   const std::size_t n = words.size();
@@ -181,7 +191,7 @@ inline TaggerInput tagger_input(const std::vector<std::string>& words, const Tag
   return in;
 }
 
-// Features that depend on the tags predicted so far (left context).
+/// Features that depend on the tags predicted so far (left context).
 inline void tagger_dynamic_features(const std::vector<std::string>& low, std::size_t i,
                                     const std::vector<std::string>& tags, const std::vector<std::string>* right_tags,
                                     std::vector<std::string>& f) {
@@ -196,7 +206,7 @@ inline void tagger_dynamic_features(const std::vector<std::string>& low, std::si
     f.push_back("t-1r+1=" + t1 + " " + (i + 1 < low.size() ? (*right_tags)[i + 1] : std::string("</s>")));
 }
 
-// One greedy left-to-right perceptron tagger.
+/// One greedy left-to-right perceptron tagger.
 class GreedyTagger {
  public:
   GreedyTagger() = default;
@@ -289,18 +299,20 @@ class GreedyTagger {
 
 }  // namespace detail
 
+/// Greedy averaged-perceptron UPOS tagger, with an optional second pass that sees the first pass's tags.
 class PosTagger {
  public:
   PosTagger() = default;
+  /// Combines trained parts.
   PosTagger(TagLexicon lexicon, detail::GreedyTagger first, std::optional<detail::GreedyTagger> second)
       : lexicon_(std::move(lexicon)), first_(std::move(first)), second_(std::move(second)) {}
 
-  // Trains on sentences of words with gold tags. Deterministic for given options. With options.folds = k,
-  // the training sentences are cut into k folds (seeded_permutation(n, seed) order, fold = position % k);
-  // each fold is tagged by a first pass trained on the other folds, and the second pass learns from those
-  // tags. Cost: (k + 2) single-pass trainings.
-  // `jackknifed` (optional) receives, per training sentence, the tags of the first pass that did not see it
-  // (empty when folds = 0): realistic predicted tags for training a later stage.
+  /// Trains on sentences of words with gold tags. Deterministic for given options. With options.folds = k,
+  /// the training sentences are cut into k folds (seeded_permutation(n, seed) order, fold = position % k);
+  /// each fold is tagged by a first pass trained on the other folds, and the second pass learns from those
+  /// tags. Cost: (k + 2) single-pass trainings.
+  /// `jackknifed` (optional) receives, per training sentence, the tags of the first pass that did not see it
+  /// (empty when folds = 0): realistic predicted tags for training a later stage.
   static PosTagger train(const std::vector<std::vector<std::string>>& words,
                          const std::vector<std::vector<std::string>>& tags, const TaggerTrainOptions& options = {},
                          std::vector<std::vector<std::string>>* jackknifed_out = nullptr) {
@@ -343,7 +355,7 @@ class PosTagger {
     return PosTagger(std::move(lexicon), std::move(first), std::move(second));
   }
 
-  // Tags one sentence of words.
+  /// Tags one sentence of words.
   std::vector<std::string> tag(const std::vector<std::string>& words) const {
     require(first_.model().finalized(), "PosTagger: not trained or loaded");
     auto tags = first_.tag(words, lexicon_, nullptr);
@@ -351,8 +363,11 @@ class PosTagger {
     return tags;
   }
 
+  /// The tag lexicon.
   const TagLexicon& lexicon() const { return lexicon_; }
+  /// The first-pass model.
   const detail::GreedyTagger& first_pass() const { return first_; }
+  /// The second-pass model, if trained.
   const std::optional<detail::GreedyTagger>& second_pass() const { return second_; }
 
  private:

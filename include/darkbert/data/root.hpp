@@ -1,19 +1,22 @@
 #pragma once
-// Where darkbert finds research data (GLUE, FrameNet, UD English EWT) and where it keeps what it derives
-// from it (an extracted FrameNet release, a trained annotator).
-//
-// Data is looked up file by file in this order; the first folder that holds the file wins:
-//   1. $DARKBERT_DATA                      a folder laid out like ../shared/data (glue/, framenet/, ud/)
-//   2. <checkout>/../shared/data           beside the source checkout (<checkout> holds include/darkbert)
-//   3. <cache>/data                        what examples/data/download.sh fetched
-// <cache> is $DARKBERT_CACHE, else $XDG_CACHE_HOME/darkbert, else $HOME/.cache/darkbert. Derived files
-// go to <cache> (never into the data folders, which may be read-only).
-//
-//   auto root = darkbert::DataRoot::from_environment();
-//   std::filesystem::path dev = root.find("glue/SST-2/dev.tsv", "GLUE SST-2 dev", darkbert::glue_hint);
-//
-// A missing file gives one error that names the file, every place looked (and why it did not count)
-// and how to get the data.
+/// @file
+/// Where darkbert finds research data (GLUE, FrameNet, UD English EWT) and where it keeps what it derives
+/// from it (an extracted FrameNet release, a trained annotator).
+///
+/// Data is looked up file by file in this order; the first folder that holds the file wins:
+///   1. $DARKBERT_DATA                      a folder laid out like ../shared/data (glue/, framenet/, ud/)
+///   2. `<checkout>/../shared/data`         beside the source checkout (`<checkout>` holds include/darkbert)
+///   3. `<cache>/data`                      what examples/data/download.sh fetched
+/// `<cache>` is $DARKBERT_CACHE, else $XDG_CACHE_HOME/darkbert, else $HOME/.cache/darkbert. Derived files
+/// go to `<cache>` (never into the data folders, which may be read-only).
+///
+/// @code
+/// auto root = darkbert::DataRoot::from_environment();
+/// std::filesystem::path dev = root.find("glue/SST-2/dev.tsv", "GLUE SST-2 dev", darkbert::glue_hint);
+/// @endcode
+///
+/// A missing file gives one error that names the file, every place looked (and why it did not count)
+/// and how to get the data.
 
 #include <fcntl.h>     // O_WRONLY, O_CREAT (tar's stderr file)
 #include <spawn.h>     // posix_spawnp (runs tar to unpack an archive)
@@ -38,26 +41,27 @@
 
 namespace darkbert {
 
-// Reads an environment variable; returns nullopt when it is unset or empty. Injectable for tests.
+/// Reads an environment variable; returns nullopt when it is unset or empty. Injectable for tests.
 using EnvironmentLookup = std::function<std::optional<std::string>(const std::string&)>;
 
+/// The EnvironmentLookup of the real process (std::getenv).
 inline std::optional<std::string> process_environment(const std::string& name) {
   const char* value = std::getenv(name.c_str());
   if (value == nullptr || *value == '\0') return std::nullopt;
   return std::string(value);
 }
 
-// One place data may live, with a human-readable origin for error messages.
+/// One place data may live, with a human-readable origin for error messages.
 struct DataRootCandidate {
-  std::string origin;               // e.g. "$DARKBERT_DATA", "beside the checkout", "per-user cache"
-  std::filesystem::path path;       // empty when the origin is not configured (unset variable)
-  std::string unset_reason;         // why path is empty, e.g. "not set"
+  std::string origin;               ///< e.g. "$DARKBERT_DATA", "beside the checkout", "per-user cache"
+  std::filesystem::path path;       ///< empty when the origin is not configured (unset variable)
+  std::string unset_reason;         ///< why path is empty, e.g. "not set"
 };
 
 namespace detail {
 
-// The checkout this header belongs to: DARKBERT_CHECKOUT_DIR if defined at compile time, else three
-// levels above this file (include/darkbert/data/root.hpp) when the compiler gave an absolute path.
+/// The checkout this header belongs to: DARKBERT_CHECKOUT_DIR if defined at compile time, else three
+/// levels above this file (include/darkbert/data/root.hpp) when the compiler gave an absolute path.
 inline std::optional<std::filesystem::path> checkout_dir() {
 #ifdef DARKBERT_CHECKOUT_DIR
   return std::filesystem::path(DARKBERT_CHECKOUT_DIR);
@@ -77,8 +81,10 @@ inline std::string describe_missing(const std::filesystem::path& folder, std::st
 
 }  // namespace detail
 
-// The per-user cache folder: $DARKBERT_CACHE, else $XDG_CACHE_HOME/darkbert, else $HOME/.cache/darkbert.
-//   auto models = darkbert::user_cache_dir() / "models";
+/// The per-user cache folder: $DARKBERT_CACHE, else $XDG_CACHE_HOME/darkbert, else $HOME/.cache/darkbert.
+/// @code
+/// auto models = darkbert::user_cache_dir() / "models";
+/// @endcode
 inline std::filesystem::path user_cache_dir(const EnvironmentLookup& env = process_environment) {
   if (auto dir = env("DARKBERT_CACHE")) return *dir;
   if (auto xdg = env("XDG_CACHE_HOME")) return std::filesystem::path(*xdg) / "darkbert";
@@ -86,17 +92,20 @@ inline std::filesystem::path user_cache_dir(const EnvironmentLookup& env = proce
   fail("darkbert: cannot place the per-user cache: none of $DARKBERT_CACHE, $XDG_CACHE_HOME, $HOME is set");
 }
 
-// An ordered list of folders holding research data, plus the cache folder for derived files.
-//
-//   auto root = darkbert::DataRoot::from_environment();       // the documented order
-//   auto root = darkbert::DataRoot::single("/data/research");  // exactly one folder (tests, scripts)
-//   if (auto p = root.try_find("ud/en_ewt-ud-dev.conllu")) ...
+/// An ordered list of folders holding research data, plus the cache folder for derived files.
+///
+/// @code
+/// auto root = darkbert::DataRoot::from_environment();       // the documented order
+/// auto root = darkbert::DataRoot::single("/data/research");  // exactly one folder (tests, scripts)
+/// if (auto p = root.try_find("ud/en_ewt-ud-dev.conllu")) ...
+/// @endcode
 class DataRoot {
  public:
+  /// A root over explicit candidate folders and cache (tests; use DataRoot::from_environment otherwise).
   DataRoot(std::vector<DataRootCandidate> candidates, std::filesystem::path cache)
       : candidates_(std::move(candidates)), cache_(std::move(cache)) {}
 
-  // $DARKBERT_DATA, then <checkout>/../shared/data, then <cache>/data (see the top of this header).
+  /// $DARKBERT_DATA, then `<checkout>/../shared/data`, then `<cache>/data` (see the top of this header).
   static DataRoot from_environment(const EnvironmentLookup& env = process_environment) {
     std::vector<DataRootCandidate> list;
     if (auto dir = env("DARKBERT_DATA"))
@@ -112,16 +121,18 @@ class DataRoot {
     return DataRoot(std::move(list), cache);
   }
 
-  // Exactly one data folder; the cache defaults to the per-user cache.
+  /// Exactly one data folder; the cache defaults to the per-user cache.
   static DataRoot single(std::filesystem::path folder, std::filesystem::path cache = {}) {
     if (cache.empty()) cache = user_cache_dir();
     return DataRoot({{"given folder", std::move(folder), ""}}, std::move(cache));
   }
 
+  /// The folders searched, in order.
   const std::vector<DataRootCandidate>& candidates() const { return candidates_; }
+  /// Where derived files go.
   const std::filesystem::path& cache_dir() const { return cache_; }
 
-  // The first candidate holding `relative` (a file or a folder), or nullopt.
+  /// The first candidate holding `relative` (a file or a folder), or nullopt.
   std::optional<std::filesystem::path> try_find(std::string_view relative) const {
     for (const auto& c : candidates_) {
       if (c.path.empty()) continue;
@@ -132,13 +143,13 @@ class DataRoot {
     return std::nullopt;
   }
 
-  // Like try_find, but a miss throws an error naming `what`, every place looked and `how_to_get`.
+  /// Like try_find, but a miss throws an error naming `what`, every place looked and `how_to_get`.
   std::filesystem::path find(std::string_view relative, std::string_view what, std::string_view how_to_get) const {
     if (auto p = try_find(relative)) return *p;
     fail(not_found_message(relative, what, how_to_get));
   }
 
-  // The message find() throws; also used by readers that try several relative paths.
+  /// The message find() throws; also used by readers that try several relative paths.
   std::string not_found_message(std::string_view relative, std::string_view what, std::string_view how_to_get) const {
     std::ostringstream out;
     out << "darkbert data: " << what << " not found (" << relative << "). Looked in:";
@@ -159,23 +170,27 @@ class DataRoot {
   std::filesystem::path cache_;
 };
 
-// Where to get each data set (used in error messages and by examples/data/download.sh).
+/// Where to get each data set (used in error messages and by examples/data/download.sh).
 inline constexpr std::string_view glue_hint =
     "run examples/data/download.sh glue (GLUE from https://dl.fbaipublicfiles.com/glue/data/, MRPC from "
     "https://dl.fbaipublicfiles.com/senteval/senteval_data/) or set $DARKBERT_DATA to a folder with glue/<TASK>/";
+/// How to get FrameNet, for error messages.
 inline constexpr std::string_view framenet_hint =
     "run examples/data/download.sh framenet (FrameNet 1.7 as distributed by NLTK, "
     "https://raw.githubusercontent.com/nltk/nltk_data/gh-pages/packages/corpora/framenet_v17.zip; the "
     "FrameNet project itself hands it out via https://framenet.icsi.berkeley.edu/) or set $DARKBERT_DATA";
+/// How to get UD English EWT, for error messages.
 inline constexpr std::string_view ud_hint =
     "run examples/data/download.sh ud (UD English EWT from "
     "https://github.com/UniversalDependencies/UD_English-EWT) or set $DARKBERT_DATA to a folder with ud/";
 
-// Unpacks a .tar.xz into `destination` once: if `destination` exists it is returned untouched; otherwise
-// the archive is unpacked (with the system `tar`) into a temporary sibling folder that is then renamed, so
-// an interrupted run never leaves a half-filled `destination`. Progress lines go to `log` (may be null).
-//
-//   auto dir = darkbert::extract_once(archive, root.cache_dir() / "framenet" / "fndata-1.5-lu-frame");
+/// Unpacks a .tar.xz into `destination` once: if `destination` exists it is returned untouched; otherwise
+/// the archive is unpacked (with the system `tar`) into a temporary sibling folder that is then renamed, so
+/// an interrupted run never leaves a half-filled `destination`. Progress lines go to `log` (may be null).
+///
+/// @code
+/// auto dir = darkbert::extract_once(archive, root.cache_dir() / "framenet" / "fndata-1.5-lu-frame");
+/// @endcode
 inline std::filesystem::path extract_once(const std::filesystem::path& archive,
                                           const std::filesystem::path& destination,
                                           std::ostream* log = &std::clog) {

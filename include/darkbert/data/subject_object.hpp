@@ -1,17 +1,20 @@
 #pragma once
-// Subject / object labeller: marks the words a UD parser would attach as nsubj, nsubj:pass or obj, from
-// words and UPOS tags alone (no parse). A greedy left-to-right averaged perceptron (perceptron.hpp) with
-// four classes: "_" (neither), "nsubj", "nsubj:pass", "obj".
-//
-// Features of word i: its word, tag and suffix; tags and words of its neighbours; the noun phrase around
-// it (the tag and word just before the phrase starts and just after it ends; whether i is the phrase's
-// last word); the nearest verb or auxiliary on each side (distance bucket, word, tag, and which kinds of
-// words lie in between: nominals, prepositions, punctuation, conjunctions, subordinators); the auxiliaries
-// before the verb on the right (passive cue: "was" + "-ed"); and the labels already given to the left.
-//
-//   auto labeller = darkbert::SubjectObjectLabeller::train(words, tags, labels);
-//   auto roles = labeller.label({"The", "dog", "chased", "a", "cat"}, {"DET", "NOUN", "VERB", "DET", "NOUN"});
-//   // _ nsubj _ _ obj
+/// @file
+/// Subject / object labeller: marks the words a UD parser would attach as nsubj, nsubj:pass or obj, from
+/// words and UPOS tags alone (no parse). A greedy left-to-right averaged perceptron (perceptron.hpp) with
+/// four classes: "_" (neither), "nsubj", "nsubj:pass", "obj".
+///
+/// Features of word i: its word, tag and suffix; tags and words of its neighbours; the noun phrase around
+/// it (the tag and word just before the phrase starts and just after it ends; whether i is the phrase's
+/// last word); the nearest verb or auxiliary on each side (distance bucket, word, tag, and which kinds of
+/// words lie in between: nominals, prepositions, punctuation, conjunctions, subordinators); the auxiliaries
+/// before the verb on the right (passive cue: "was" + "-ed"); and the labels already given to the left.
+///
+/// @code
+/// auto labeller = darkbert::SubjectObjectLabeller::train(words, tags, labels);
+/// auto roles = labeller.label({"The", "dog", "chased", "a", "cat"}, {"DET", "NOUN", "VERB", "DET", "NOUN"});
+/// // _ nsubj _ _ obj
+/// @endcode
 
 #include <cstddef>      // std::size_t, std::ptrdiff_t
 #include <cstdint>      // std::uint64_t
@@ -26,21 +29,22 @@
 
 namespace darkbert {
 
-// The labeller's classes, in class-index order.
+/// The labeller's classes, in class-index order.
 inline const std::vector<std::string>& subject_object_classes() {
   static const std::vector<std::string> classes = {"_", "nsubj", "nsubj:pass", "obj"};
   return classes;
 }
 
-// Maps a UD DEPREL to the labeller's class: nsubj, nsubj:pass and obj keep their name, all else is "_".
+/// Maps a UD DEPREL to the labeller's class: nsubj, nsubj:pass and obj keep their name, all else is "_".
 inline std::string subject_object_class(std::string_view deprel) {
   if (deprel == "nsubj" || deprel == "nsubj:pass" || deprel == "obj") return std::string(deprel);
   return "_";
 }
 
+/// Training settings of the subject/object labeller.
 struct LabellerTrainOptions {
-  int iterations = 8;
-  std::uint64_t seed = 2;
+  int iterations = 8;  ///<  passes over the training sentences
+  std::uint64_t seed = 2;  ///<  seed of the visiting order
 };
 
 namespace detail {
@@ -55,8 +59,8 @@ inline std::string distance_bucket(std::ptrdiff_t d) {
   return "11+";
 }
 
-// What lies strictly between positions a < b: N nominal, A adposition, P punctuation, C coordinator,
-// S subordinator, V verb/aux.
+/// What lies strictly between positions a < b: N nominal, A adposition, P punctuation, C coordinator,
+/// S subordinator, V verb/aux.
 inline std::string between_flags(const std::vector<std::string>& tags, std::size_t a, std::size_t b) {
   bool n = false, ad = false, p = false, c = false, s = false, v = false;
   for (std::size_t k = a + 1; k < b; ++k) {
@@ -79,7 +83,7 @@ inline std::string between_flags(const std::vector<std::string>& tags, std::size
 }
 
 struct LabellerInput {
-  std::vector<std::vector<std::string>> features;  // static, per word
+  std::vector<std::vector<std::string>> features;  ///< static, per word
 };
 
 inline LabellerInput labeller_input(const std::vector<std::string>& words, const std::vector<std::string>& tags) {
@@ -218,15 +222,17 @@ inline void labeller_dynamic_features(const std::vector<std::string>& tags, std:
 
 }  // namespace detail
 
+/// Labels each word "_", "nsubj", "nsubj:pass" or "obj" from words and UPOS tags (averaged perceptron).
 class SubjectObjectLabeller {
  public:
   SubjectObjectLabeller() = default;
+  /// Wraps a trained model (its classes must be the four labels).
   explicit SubjectObjectLabeller(AveragedPerceptron model) : model_(std::move(model)) {
     require(model_.classes() == subject_object_classes(), "SubjectObjectLabeller: model classes must be _ nsubj nsubj:pass obj");
   }
 
-  // Trains on sentences of words, their UPOS tags (better: predicted tags, as at test time) and gold
-  // classes ("_", "nsubj", "nsubj:pass", "obj"; see subject_object_class).
+  /// Trains on sentences of words, their UPOS tags (better: predicted tags, as at test time) and gold
+  /// classes ("_", "nsubj", "nsubj:pass", "obj"; see subject_object_class).
   static SubjectObjectLabeller train(const std::vector<std::vector<std::string>>& words,
                                      const std::vector<std::vector<std::string>>& tags,
                                      const std::vector<std::vector<std::string>>& labels,
@@ -272,7 +278,7 @@ class SubjectObjectLabeller {
     return SubjectObjectLabeller(std::move(model));
   }
 
-  // Classes for one sentence ("_", "nsubj", "nsubj:pass", "obj").
+  /// Classes for one sentence ("_", "nsubj", "nsubj:pass", "obj").
   std::vector<std::string> label(const std::vector<std::string>& words, const std::vector<std::string>& tags) const {
     require(model_.finalized(), "SubjectObjectLabeller: not trained or loaded");
     require(words.size() == tags.size(), "SubjectObjectLabeller::label: ", words.size(), " words but ", tags.size(),
@@ -293,6 +299,7 @@ class SubjectObjectLabeller {
     return out;
   }
 
+  /// The model.
   const AveragedPerceptron& model() const { return model_; }
 
  private:

@@ -1,15 +1,20 @@
 #pragma once
-// Tab-separated tables as GLUE ships them. Two quoting rules, matching Python's csv module:
-//   Quoting::none — QUOTE_NONE: a `"` is an ordinary character (official GLUE files: MRPC, STS-B, QNLI,
-//                   MNLI, QQP contain literal quotes that are not CSV quotes).
-//   Quoting::csv  — QUOTE_MINIMAL: a field that starts with `"` runs to the matching `"`, `""` inside is one
-//                   `"`, and may hold tabs and newlines (the Hugging Face export in glue/RTE-hf).
-// A UTF-8 byte order mark before the header is dropped (MRPC), a trailing `\r` is dropped from every line
-// (files saved on Windows), and every data row must have as many fields as the header.
-//
-//   auto table = darkbert::read_tsv("glue/SST-2/dev.tsv");
-//   auto col = table.column("sentence");
-//   for (const auto& row : table.rows) use(row.fields[col], row.line);
+/// @file
+/// Tab-separated tables as GLUE ships them. Two quoting rules, matching Python's csv module:
+/// @code
+/// Quoting::none — QUOTE_NONE: a `"` is an ordinary character (official GLUE files: MRPC, STS-B, QNLI,
+///                 MNLI, QQP contain literal quotes that are not CSV quotes).
+/// Quoting::csv  — QUOTE_MINIMAL: a field that starts with `"` runs to the matching `"`, `""` inside is one
+///                 `"`, and may hold tabs and newlines (the Hugging Face export in glue/RTE-hf).
+/// @endcode
+/// A UTF-8 byte order mark before the header is dropped (MRPC), a trailing `\r` is dropped from every line
+/// (files saved on Windows), and every data row must have as many fields as the header.
+///
+/// @code
+/// auto table = darkbert::read_tsv("glue/SST-2/dev.tsv");
+/// auto col = table.column("sentence");
+/// for (const auto& row : table.rows) use(row.fields[col], row.line);
+/// @endcode
 
 #include <cstddef>      // std::size_t
 #include <filesystem>   // std::filesystem::path
@@ -24,25 +29,34 @@
 
 namespace darkbert {
 
+/// How fields are quoted: not at all (GLUE's TSVs), or CSV-style double quotes.
 enum class Quoting { none, csv };
 
+/// How to read a TSV file.
 struct TsvOptions {
-  Quoting quoting = Quoting::none;
-  bool has_header = true;
-  std::size_t max_rows = 0;  // stop after this many data rows (0 = all); rows after it are not checked
+  Quoting quoting = Quoting::none;  ///<  field quoting
+  bool has_header = true;  ///<  the first line names the columns
+  std::size_t max_rows = 0;  ///< stop after this many data rows (0 = all); rows after it are not checked
 };
 
+/// One data row.
 struct TsvRow {
-  std::vector<std::string> fields;
-  std::size_t line = 0;  // 1-based line number where the row starts
+  std::vector<std::string> fields;  ///<  the row's fields
+  std::size_t line = 0;  ///< 1-based line number where the row starts
 };
 
+/// A whole TSV file.
+/// @code
+/// auto table = darkbert::read_tsv(path);
+/// const auto label = table.column("Quality");
+/// for (const auto& row : table.rows) use(row.fields[label]);
+/// @endcode
 struct TsvTable {
-  std::filesystem::path file;
-  std::vector<std::string> header;  // empty when has_header is false
-  std::vector<TsvRow> rows;
+  std::filesystem::path file;  ///<  the file read
+  std::vector<std::string> header;  ///< empty when has_header is false
+  std::vector<TsvRow> rows;  ///<  data rows, in order
 
-  // Index of a header column; throws naming the file and the columns it does have.
+  /// Index of a header column; throws naming the file and the columns it does have.
   std::size_t column(std::string_view name) const {
     for (std::size_t i = 0; i < header.size(); ++i)
       if (header[i] == name) return i;
@@ -50,6 +64,7 @@ struct TsvTable {
     for (std::size_t i = 0; i < header.size(); ++i) have << (i ? ", " : "") << '\'' << header[i] << '\'';
     fail(file.string(), ":1: no column '", name, "' in the header (columns: ", have.str(), ")");
   }
+  /// Whether the header has a column `name`.
   bool has_column(std::string_view name) const {
     for (const auto& h : header)
       if (h == name) return true;
@@ -73,7 +88,7 @@ inline void strip_bom(std::string_view& text) {
     text.remove_prefix(3);
 }
 
-// Splits one record starting at `pos`; advances `pos` past its line end and `line` by the lines consumed.
+/// Splits one record starting at `pos`; advances `pos` past its line end and `line` by the lines consumed.
 inline std::vector<std::string> next_record(std::string_view text, std::size_t& pos, std::size_t& line,
                                             Quoting quoting, const std::filesystem::path& file) {
   std::vector<std::string> fields;
@@ -134,7 +149,7 @@ inline std::vector<std::string> next_record(std::string_view text, std::size_t& 
 
 }  // namespace detail
 
-// Reads a whole table; errors name the file and line (wrong field count, unclosed quote).
+/// Reads a whole table; errors name the file and line (wrong field count, unclosed quote).
 inline TsvTable read_tsv(const std::filesystem::path& file, const TsvOptions& options = {}) {
   const std::string content = detail::read_whole_file(file);
   std::string_view text(content);

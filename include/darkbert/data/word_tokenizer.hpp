@@ -1,25 +1,28 @@
 #pragma once
-// English word tokenizer in the style of UD English EWT / the Penn Treebank, for annotating raw text (GLUE
-// inputs). Every word keeps its byte span in the input, so word labels can be projected onto WordPiece/BPE
-// tokens through Encoding::offsets (see projection.hpp).
-//
-//   auto words = darkbert::tokenize_words("I don't think it's $2.50, Mr. Smith.");
-//   // I | do | n't | think | it | 's | $ | 2.50 | , | Mr. | Smith | .
-//
-// Rules, applied to each whitespace-separated chunk:
-//  1. Kept whole: URLs (scheme:// or www.), e-mail addresses, emoticons (:) :( :-) ;) :D :P <3), numbers
-//     with inner . , : / - (2.50, 1,000, 10:30, 1/2, 555-1234), abbreviations (Mr. Dr. etc. e.g. U.S. and
-//     any single letters with dots).
-//  2. Leading opening punctuation is split off one character at a time: " ' ` ( [ { < “ ‘ « $ £ € ¿ ¡ *.
-//  3. Trailing punctuation is split off: runs of . ! ? stay together ("...", "?!"), a final "." stays on a
-//     listed abbreviation; also , ; : % ) ] } > " ' ” ’ » * and … .
-//  4. Clitics become words: n't ('t after n), 's 'm 'd 'll 're 've (with ' or ’): don't = do n't,
-//     can't = ca n't, won't = wo n't; cannot = can not, gonna = gon na, wanna = wan na, gotta = got ta,
-//     and apostrophe-less dont/didnt/doesnt/isnt/cant/wont/... = do nt, ...
-//  5. Inside a word, - / , : ; ! ? " ( ) [ ] and Unicode dashes are split off as words, except between two
-//     digits (555-1234, 1/2, 1,000, 10:30); -- and longer dash runs stay one word.
-// Periods inside a word (U.S, 2.5, example.com) and & (AT&T) stay. Limitations: no sentence splitting, no
-// special handling of hashtags, and a listed abbreviation that ends a sentence keeps its period.
+/// @file
+/// English word tokenizer in the style of UD English EWT / the Penn Treebank, for annotating raw text (GLUE
+/// inputs). Every word keeps its byte span in the input, so word labels can be projected onto WordPiece/BPE
+/// tokens through Encoding::offsets (see projection.hpp).
+///
+/// @code
+/// auto words = darkbert::tokenize_words("I don't think it's $2.50, Mr. Smith.");
+/// // I | do | n't | think | it | 's | $ | 2.50 | , | Mr. | Smith | .
+/// @endcode
+///
+/// Rules, applied to each whitespace-separated chunk:
+///  1. Kept whole: URLs (scheme:// or www.), e-mail addresses, emoticons (:) :( :-) ;) :D :P <3), numbers
+///     with inner . , : / - (2.50, 1,000, 10:30, 1/2, 555-1234), abbreviations (Mr. Dr. etc. e.g. U.S. and
+///     any single letters with dots).
+///  2. Leading opening punctuation is split off one character at a time: " ' ` ( [ { < “ ‘ « $ £ € ¿ ¡ *.
+///  3. Trailing punctuation is split off: runs of . ! ? stay together ("...", "?!"), a final "." stays on a
+///     listed abbreviation; also , ; : % ) ] } > " ' ” ’ » * and … .
+///  4. Clitics become words: n't ('t after n), 's 'm 'd 'll 're 've (with ' or ’): don't = do n't,
+///     can't = ca n't, won't = wo n't; cannot = can not, gonna = gon na, wanna = wan na, gotta = got ta,
+///     and apostrophe-less dont/didnt/doesnt/isnt/cant/wont/... = do nt, ...
+///  5. Inside a word, - / , : ; ! ? " ( ) [ ] and Unicode dashes are split off as words, except between two
+///     digits (555-1234, 1/2, 1,000, 10:30); -- and longer dash runs stay one word.
+/// Periods inside a word (U.S, 2.5, example.com) and & (AT&T) stay. Limitations: no sentence splitting, no
+/// special handling of hashtags, and a listed abbreviation that ends a sentence keeps its period.
 
 #include <array>        // std::array
 #include <cstddef>      // std::size_t
@@ -33,9 +36,10 @@
 
 namespace darkbert {
 
+/// A word of the annotator's tokenizer and where it is in the input.
 struct Word {
-  std::string form;  // the bytes of the input covered by span
-  Span span;         // half-open byte range in the input text
+  std::string form;  ///< the bytes of the input covered by span
+  Span span;         ///< half-open byte range in the input text
 };
 
 namespace detail {
@@ -50,7 +54,7 @@ inline std::string lower_ascii(std::string_view s) {
   return out;
 }
 
-// Length in bytes of the UTF-8 sequence starting with byte c (1 for invalid bytes).
+/// Length in bytes of the UTF-8 sequence starting with byte c (1 for invalid bytes).
 inline std::size_t utf8_length(unsigned char c) {
   if (c < 0x80) return 1;
   if ((c >> 5) == 0x6) return 2;
@@ -59,7 +63,7 @@ inline std::size_t utf8_length(unsigned char c) {
   return 1;
 }
 
-// Length of the last UTF-8 character of s.
+/// Length of the last UTF-8 character of s.
 inline std::size_t last_char_length(std::string_view s) {
   std::size_t n = 1;
   while (n < s.size() && n < 4 && (static_cast<unsigned char>(s[s.size() - n]) & 0xC0) == 0x80) ++n;
@@ -107,7 +111,7 @@ inline bool is_emoticon(std::string_view w) {
   return one_of(w, {":)", ":(", ":-)", ":-(", ";)", ";-)", ":D", ":P", ":p", ":-D", ":-P", "<3", ":/", "(:", "):"});
 }
 
-// 2.50  1,000  10:30  1/2/2004  555-1234  +1  (digits with single inner separators between digits)
+/// 2.50  1,000  10:30  1/2/2004  555-1234  +1  (digits with single inner separators between digits)
 inline bool is_number(std::string_view w) {
   std::size_t i = 0;
   if (!w.empty() && (w[0] == '+' || w[0] == '-')) i = 1;
@@ -123,7 +127,7 @@ inline bool is_number(std::string_view w) {
   return true;
 }
 
-// A clitic standing alone, as in pre-tokenized text ("it 's", "do n't").
+/// A clitic standing alone, as in pre-tokenized text ("it 's", "do n't").
 inline bool is_clitic(std::string_view w) {
   std::string lower = lower_ascii(w);
   if (lower.rfind("’", 0) == 0) lower.replace(0, std::string_view("’").size(), "'");
@@ -193,7 +197,7 @@ class WordSplitter {
   }
 
  private:
-  // 4. clitics and fused forms, then 5. inner punctuation.
+  /// 4. clitics and fused forms, then 5. inner punctuation.
   void core(std::size_t b, std::size_t e) {
     std::string_view w = text_.substr(b, e - b);
     if (is_protected(w)) {
@@ -316,7 +320,7 @@ inline bool is_space_at(std::string_view text, std::size_t i, std::size_t& len) 
 
 }  // namespace detail
 
-// Splits `text` into words with byte spans (see the rules at the top of this header).
+/// Splits `text` into words with byte spans (see the rules at the top of this header).
 inline std::vector<Word> tokenize_words(std::string_view text) {
   std::vector<Word> words;
   detail::WordSplitter splitter(text, words);

@@ -1,14 +1,17 @@
 #pragma once
-// Hooks: functions called at named points of the forward pass (see hook_point.hpp) that observe the
-// tensor there or modify it in place. Registration is scoped: the returned handle removes the hook when
-// it goes out of scope. With nothing registered the forward pass pays one pointer test per point.
-//
-//   darkbert::HookRegistry<float> hooks;
-//   {
-//     auto handle = hooks.add({.pattern = "blocks.*.attn.hook_pattern", .heads = {3}},
-//                             [&](darkbert::HookContext<float>& ctx) { /* ctx.tensor is [B, L, L] of head 3 */ });
-//     model.forward(batch, {.hooks = &hooks});
-//   }  // hook removed here
+/// @file
+/// Hooks: functions called at named points of the forward pass (see hook_point.hpp) that observe the
+/// tensor there or modify it in place. Registration is scoped: the returned handle removes the hook when
+/// it goes out of scope. With nothing registered the forward pass pays one pointer test per point.
+///
+/// @code
+/// darkbert::HookRegistry<float> hooks;
+/// {
+///   auto handle = hooks.add({.pattern = "blocks.*.attn.hook_pattern", .heads = {3}},
+///                           [&](darkbert::HookContext<float>& ctx) { /* ctx.tensor is [B, L, L] of head 3 */ });
+///   model.forward(batch, {.hooks = &hooks});
+/// }  // hook removed here
+/// @endcode
 
 #include <algorithm>   // std::find, std::remove_if
 #include <array>       // std::array
@@ -27,23 +30,25 @@
 
 namespace darkbert {
 
-// A strided view of up to 4 dimensions over the forward pass's own buffers (no copy).
+/// A strided view of up to 4 dimensions over the forward pass's own buffers (no copy).
 template <class T>
 struct TensorView {
-  T* data = nullptr;
-  int rank = 0;
-  std::array<Index, 4> shape{};
-  std::array<Index, 4> strides{};  // in elements
+  T* data = nullptr;  ///<  first element
+  int rank = 0;  ///<  number of dimensions used (1 to 4)
+  std::array<Index, 4> shape{};  ///<  extent of each used dimension
+  std::array<Index, 4> strides{};  ///< in elements
 
+  /// Number of elements (product of the shape).
   Index size() const {
     Index n = 1;
     for (int i = 0; i < rank; ++i) n *= shape[i];
     return n;
   }
+  /// Element (i0, i1, i2, i3); unused trailing indices stay 0.
   T& operator()(Index i0, Index i1 = 0, Index i2 = 0, Index i3 = 0) const {
     return data[i0 * strides[0] + i1 * strides[1] + i2 * strides[2] + i3 * strides[3]];
   }
-  // Contiguous row-major view of the given shape.
+  /// Contiguous row-major view of the given shape.
   static TensorView contiguous(T* data, std::initializer_list<Index> dims) {
     TensorView v;
     v.data = data;
@@ -57,7 +62,7 @@ struct TensorView {
     }
     return v;
   }
-  // Fixes axis `axis` at `index`, dropping it.
+  /// Fixes axis `axis` at `index`, dropping it.
   TensorView slice(int axis, Index index) const {
     TensorView v;
     v.data = data + index * strides[axis];
@@ -71,33 +76,39 @@ struct TensorView {
   }
 };
 
-// What a hook sees: where it is, the tensor, and the batch it belongs to.
+/// What a hook sees: where it is, the tensor, and the batch it belongs to.
 template <class T>
 struct HookContext {
-  HookPoint point;
-  int layer = -1;             // -1 for global points
-  int head = -1;              // set when the hook was registered for a head subset
-  TensorView<T> tensor;       // writable: modify in place to intervene
-  const int* attention_mask;  // [B, L], 1 = real token
+  HookPoint point;  ///<  where the hook fires
+  int layer = -1;             ///< -1 for global points
+  int head = -1;              ///< set when the hook was registered for a head subset
+  TensorView<T> tensor;       ///< writable: modify in place to intervene
+  const int* attention_mask;  ///< [B, L], 1 = real token
+  /// @{
+  /// B and L of the batch
   Index batch = 0, length = 0;
-  bool causal = false;
+  /// @}
+  bool causal = false;  ///<  whether the model masks future keys (GPT-2)
 
+  /// The full hook name, e.g. "blocks.3.attn.hook_pattern".
   std::string name() const { return hook_name(point, layer); }
 };
 
-// Which points a hook fires at. Empty fields match everything.
+/// Which points a hook fires at. Empty fields match everything.
 struct HookFilter {
-  std::string pattern;          // glob over full names, '*' = any run of characters ("blocks.*.attn.hook_pattern")
-  std::set<HookPoint> points;   // alternatively: a set of points
-  std::set<int> layers;         // restrict to these layers (per-layer points only)
-  std::set<int> heads;          // per-head points (q, k, v, attn_scores, pattern, z): one call per listed head
+  std::string pattern;          ///< glob over full names, '*' = any run of characters ("blocks.*.attn.hook_pattern")
+  std::set<HookPoint> points;   ///< alternatively: a set of points
+  std::set<int> layers;         ///< restrict to these layers (per-layer points only)
+  std::set<int> heads;          ///< per-head points (q, k, v, attn_scores, pattern, z): one call per listed head
 
+  /// Whether the filter selects point `p` of `layer` (heads are applied separately).
   bool matches(HookPoint p, int layer) const {
     if (!points.empty() && !points.count(p)) return false;
     if (!layers.empty() && is_per_layer(p) && !layers.count(layer)) return false;
     return pattern.empty() || glob_match(pattern, hook_name(p, layer));
   }
 
+  /// `glob_match("blocks.*.hook_z", "blocks.3.attn.hook_z")`: '*' matches any run of characters.
   static bool glob_match(std::string_view pattern, std::string_view text) {
     // Iterative '*' matcher with backtracking to the last star.
     std::size_t p = 0, t = 0, star = std::string_view::npos, mark = 0;
@@ -120,17 +131,21 @@ struct HookFilter {
   }
 };
 
+/// Whether the point's tensor has a head dimension (q, k, v, attn_scores, pattern, z), so a head filter applies.
 inline bool is_per_head(HookPoint p) {
   return p == HookPoint::q || p == HookPoint::k || p == HookPoint::v || p == HookPoint::attn_scores ||
          p == HookPoint::pattern || p == HookPoint::z;
 }
 
-// Removes its hook when destroyed. Must not outlive the registry it came from.
+/// Removes its hook when destroyed. Must not outlive the registry it came from.
 class HookHandle {
  public:
   HookHandle() = default;
+  /// A handle that calls `remove` when reset or destroyed (HookRegistry::add makes them).
   HookHandle(std::function<void()> remove) : remove_(std::move(remove)) {}
+  /// Takes over other's hook; other no longer removes it.
   HookHandle(HookHandle&& other) noexcept : remove_(std::exchange(other.remove_, nullptr)) {}
+  /// Removes this handle's hook, then takes over other's.
   HookHandle& operator=(HookHandle&& other) noexcept {
     if (this != &other) {
       reset();
@@ -142,6 +157,7 @@ class HookHandle {
   HookHandle& operator=(const HookHandle&) = delete;
   ~HookHandle() { reset(); }
 
+  /// Removes the hook now (idempotent).
   void reset() {
     if (remove_) std::exchange(remove_, nullptr)();
   }
@@ -150,15 +166,24 @@ class HookHandle {
   std::function<void()> remove_;
 };
 
+/// The hooks of a forward pass: pass `&registry` in ForwardOptions::hooks.
+/// @code
+/// darkbert::HookRegistry<float> hooks;
+/// auto handle = hooks.add({.pattern = "blocks.*.attn.hook_pattern", .heads = {7}},
+///                         [](darkbert::HookContext<float>& ctx) { /* ctx.tensor: [B, L, L] of head 7 */ });
+/// model.forward(batch, {.hooks = &hooks});   // the hook lives as long as `handle`
+/// @endcode
 template <class T>
 class HookRegistry {
  public:
+  /// A hook: observes ctx.tensor or modifies it in place.
   using Function = std::function<void(HookContext<T>&)>;
 
   HookRegistry() = default;
-  HookRegistry(const HookRegistry&) = delete;  // handles point at this object
+  HookRegistry(const HookRegistry&) = delete;  ///< handles point at this object
   HookRegistry& operator=(const HookRegistry&) = delete;
 
+  /// Registers `fn` at every point the filter matches; removed when the returned handle goes.
   [[nodiscard]] HookHandle add(HookFilter filter, Function fn) {
     if (!fn) fail("HookRegistry::add: empty hook function");
     // A pattern without '*' must be an exact hook name; catches typos that would silently never fire.
@@ -169,22 +194,25 @@ class HookRegistry {
     return HookHandle([this, id] { remove(id); });
   }
 
+  /// Whether no hook is registered.
   bool empty() const { return size() == 0; }
+  /// Number of registered hooks.
   std::size_t size() const {
     return static_cast<std::size_t>(std::count_if(entries_.begin(), entries_.end(), [](const auto& e) { return !e->removed; }));
   }
 
+  /// Whether any hook fires at point `p` of `layer` (the forward pass's one test per point).
   bool active(HookPoint p, int layer) const {
     for (const auto& e : entries_)
       if (!e->removed && e->filter.matches(p, layer)) return true;
     return false;
   }
 
-  // Calls every matching hook, in registration order. `head_axis` is the axis of the tensor that
-  // indexes heads (for per-head points), used for head-filtered hooks.
-  // A hook may add or remove hooks (its own handle included) while it runs: an entry is held by
-  // shared_ptr while it is called, removals during a run only mark the entry and are swept afterwards,
-  // and hooks added during a run first fire on the next run.
+  /// Calls every matching hook, in registration order. `head_axis` is the axis of the tensor that
+  /// indexes heads (for per-head points), used for head-filtered hooks.
+  /// A hook may add or remove hooks (its own handle included) while it runs: an entry is held by
+  /// shared_ptr while it is called, removals during a run only mark the entry and are swept afterwards,
+  /// and hooks added during a run first fire on the next run.
   void run(HookContext<T> ctx, int head_axis = -1) const {
     ++running_;
     struct Sweep {

@@ -1,18 +1,23 @@
 #pragma once
-// Masking policies: replace the attention pattern of chosen heads (or whole layers) at the
-// `attn.hook_pattern` point, before it multiplies V. They compose: policies are applied in the order they
-// were added, each to its own (layer, head) set.
-//
-//   darkbert::MaskingPolicies<float> policies;
-//   policies.add(darkbert::uniform_policy<float>(), {{3, 7}, {5, darkbert::all_heads}});
-//   model.forward(batch, {.policies = &policies});
-//
-// Built-in policies (each works row by row on one [L, L] map):
-//   uniform      every query attends 1/n to each of the n non-padding keys (the paper's "disabled" head);
-//                for a causal model 1/(t+1) over the visible prefix (non-padding keys j <= t)
-//   zero         the head contributes nothing (Hugging Face head_mask = 0)
-//   mean         the head's pattern replaced by its mean over a reference set (MeanPatterns)
-//   custom       any function of the map
+/// @file
+/// Masking policies: replace the attention pattern of chosen heads (or whole layers) at the
+/// `attn.hook_pattern` point, before it multiplies V. They compose: policies are applied in the order they
+/// were added, each to its own (layer, head) set.
+///
+/// @code
+/// darkbert::MaskingPolicies<float> policies;
+/// policies.add(darkbert::uniform_policy<float>(), {{3, 7}, {5, darkbert::all_heads}});
+/// model.forward(batch, {.policies = &policies});
+/// @endcode
+///
+/// Built-in policies (each works row by row on one [L, L] map):
+/// @code
+/// uniform      every query attends 1/n to each of the n non-padding keys (the paper's "disabled" head);
+///              for a causal model 1/(t+1) over the visible prefix (non-padding keys j <= t)
+/// zero         the head contributes nothing (Hugging Face head_mask = 0)
+/// mean         the head's pattern replaced by its mean over a reference set (MeanPatterns)
+/// custom       any function of the map
+/// @endcode
 
 #include <algorithm>   // std::fill, std::min
 #include <functional>  // std::function
@@ -25,25 +30,36 @@
 
 namespace darkbert {
 
+/// HeadRef::head value that selects every head of a layer: `{5, darkbert::all_heads}`.
 inline constexpr int all_heads = -1;
 
-// One attention map and where it sits. map is [L, L] row-major, rows = queries.
+/// One attention map and where it sits. map is [L, L] row-major, rows = queries.
 template <class T>
 struct PatternSite {
-  T* map;
-  Index length;
-  const int* key_mask;  // [L], 1 = real token
-  bool causal;
+  T* map;  ///<  [L, L] row-major, rows = queries; the policy rewrites it in place
+  Index length;  ///<  L (padded length)
+  const int* key_mask;  ///< [L], 1 = real token
+  bool causal;  ///<  whether keys after the query are masked
+  /// @{
+  /// which head's map this is
   int layer, head;
-  Index batch_index;
+  /// @}
+  Index batch_index;  ///<  the sequence of the batch
 
-  // The keys query i may attend to: non-padding, and j <= i for a causal model.
+  /// The keys query i may attend to: non-padding, and j <= i for a causal model.
   bool allowed(Index i, Index j) const { return key_mask[j] && (!causal || j <= i); }
 };
 
+/// A masking policy rewrites one head's attention map in place (at attn.hook_pattern).
+/// @code
+/// darkbert::MaskingPolicy<float> halve = [](const darkbert::PatternSite<float>& s) {
+///   for (darkbert::Index i = 0; i < s.length * s.length; ++i) s.map[i] *= 0.5f;
+/// };
+/// @endcode
 template <class T>
 using MaskingPolicy = std::function<void(const PatternSite<T>&)>;
 
+/// The paper's disabled head: each query attends equally to the keys it may see (PatternSite::allowed).
 template <class T>
 MaskingPolicy<T> uniform_policy() {
   return [](const PatternSite<T>& s) {
@@ -59,23 +75,25 @@ MaskingPolicy<T> uniform_policy() {
   };
 }
 
+/// Hugging Face's `head_mask = 0`: the whole map becomes zero.
 template <class T>
 MaskingPolicy<T> zero_policy() {
   return [](const PatternSite<T>& s) { std::fill(s.map, s.map + s.length * s.length, T(0)); };
 }
 
-// Mean attention pattern of every (layer, head) over a reference set, position by position.
-// Fold examples with add(); a position pair (i, j) is averaged over the examples long enough to have it.
+/// Mean attention pattern of every (layer, head) over a reference set, position by position.
+/// Fold examples with add(); a position pair (i, j) is averaged over the examples long enough to have it.
 template <class T>
 class MeanPatterns {
  public:
+  /// Empty means for `layers` × `heads` maps of up to `max_length` tokens.
   MeanPatterns(int layers, int heads, Index max_length)
       : layers_(layers), heads_(heads), max_length_(max_length),
         sum_(static_cast<std::size_t>(layers) * heads * max_length * max_length, 0.0),
         count_(static_cast<std::size_t>(max_length), 0) {}
 
-  // attentions: one example's [layers, heads, L, L] maps with stride between layers `layer_stride`
-  // (elements); only the valid n x n block is used.
+  /// attentions: one example's [layers, heads, L, L] maps with stride between layers `layer_stride`
+  /// (elements); only the valid n x n block is used.
   void add(const T* attentions, Index L, Index n, Index layer_stride) {
     require(n <= max_length_, "MeanPatterns: example length ", n, " exceeds the reference maximum ", max_length_);
     for (int l = 0; l < layers_; ++l)
@@ -88,11 +106,12 @@ class MeanPatterns {
     for (Index i = 0; i < n; ++i) ++count_[static_cast<std::size_t>(i)];  // examples with length > i
   }
 
-  // Mean of pattern[i][j] over the examples that contain both positions (0 if none).
+  /// Mean of pattern[i][j] over the examples that contain both positions (0 if none).
   double mean(int layer, int head, Index i, Index j) const {
     const Index c = count_[static_cast<std::size_t>(std::max(i, j))];
     return c ? slot(layer, head)[i * max_length_ + j] / static_cast<double>(c) : 0.0;
   }
+  /// The longest map the means cover.
   Index max_length() const { return max_length_; }
 
  private:
@@ -106,9 +125,9 @@ class MeanPatterns {
   std::vector<Index> count_;
 };
 
-// Replaces a head's pattern by its reference mean, restricted to the allowed keys and renormalised
-// (so padding stays masked and rows sum to 1). Rows or keys beyond the reference length fall back to
-// uniform over the allowed keys.
+/// Replaces a head's pattern by its reference mean, restricted to the allowed keys and renormalised
+/// (so padding stays masked and rows sum to 1). Rows or keys beyond the reference length fall back to
+/// uniform over the allowed keys.
 template <class T>
 MaskingPolicy<T> mean_policy(std::shared_ptr<const MeanPatterns<T>> means) {
   require(means != nullptr, "mean_policy: no reference means");
@@ -132,39 +151,50 @@ MaskingPolicy<T> mean_policy(std::shared_ptr<const MeanPatterns<T>> means) {
   };
 }
 
-// A (layer, head) pair; head == all_heads selects the whole layer.
+/// A (layer, head) pair; head == all_heads selects the whole layer.
 struct HeadRef {
-  int layer = 0;
-  int head = all_heads;
+  int layer = 0;  ///<  layer index, from 0
+  int head = all_heads;  ///<  head index, or all_heads for the whole layer
+  /// Same layer and head.
   friend bool operator==(const HeadRef&, const HeadRef&) = default;
 };
 
+/// Policies and the heads they act on, applied in the order added: pass `&policies` in ForwardOptions.
+/// @code
+/// darkbert::MaskingPolicies<float> disabled;
+/// disabled.add(darkbert::uniform_policy<float>(), {{3, 7}, {5, darkbert::all_heads}});
+/// auto out = model.forward(batch, {.policies = &disabled});
+/// @endcode
 template <class T>
 class MaskingPolicies {
  public:
+  /// Applies `policy` to `heads` (after the policies added before); returns *this.
   MaskingPolicies& add(MaskingPolicy<T> policy, std::vector<HeadRef> heads) {
     require(static_cast<bool>(policy), "MaskingPolicies::add: empty policy");
     entries_.push_back({std::move(policy), std::move(heads)});
     return *this;
   }
+  /// Whether no policy is set (then the forward pass is bit-identical to passing none).
   bool empty() const { return entries_.empty(); }
+  /// Removes every policy.
   void clear() { entries_.clear(); }
 
+  /// Whether any policy acts on a head of `layer`.
   bool affects_layer(int layer) const {
     for (const auto& e : entries_)
       for (const auto& h : e.heads)
         if (h.layer == layer) return true;
     return false;
   }
-  // Whether some policy replaces the pattern of (layer, head): then that pattern is a constant of the
-  // forward pass and no gradient flows through it to Q and K.
+  /// Whether some policy replaces the pattern of (layer, head): then that pattern is a constant of the
+  /// forward pass and no gradient flows through it to Q and K.
   bool replaces(int layer, int head) const {
     for (const auto& e : entries_)
       for (const auto& h : e.heads)
         if (h.layer == layer && (h.head == all_heads || h.head == head)) return true;
     return false;
   }
-  // Lowest layer any policy touches (num_layers if none): everything below it is unaffected.
+  /// Lowest layer any policy touches (num_layers if none): everything below it is unaffected.
   int first_layer(int num_layers) const {
     int first = num_layers;
     for (const auto& e : entries_)
@@ -172,7 +202,7 @@ class MaskingPolicies {
     return first;
   }
 
-  // Applies every policy to the patterns of one layer: pattern [B, heads, L, L], key_mask [B, L].
+  /// Applies every policy to the patterns of one layer: pattern [B, heads, L, L], key_mask [B, L].
   void apply(int layer, T* pattern, const int* key_mask, Index batch, int heads, Index L, bool causal) const {
     for (const auto& e : entries_)
       for (const auto& ref : e.heads) {
@@ -187,7 +217,7 @@ class MaskingPolicies {
       }
   }
 
-  // Checks every referenced layer/head exists in a model of this size.
+  /// Checks every referenced layer/head exists in a model of this size.
   void validate(int num_layers, int num_heads) const {
     for (const auto& e : entries_)
       for (const auto& h : e.heads) {

@@ -1,10 +1,13 @@
 #pragma once
-// A Hugging Face checkpoint folder: config.json plus either model.safetensors or a sharded
-// model.safetensors.index.json (`{"metadata": {...}, "weight_map": {name: shard file}}`).
-//
-//   darkbert::CheckpointFolder ckpt("bert-base-uncased/");
-//   for (const auto& name : ckpt.tensor_names()) ...
-//   ckpt.read_as<float>("embeddings.word_embeddings.weight", buffer);
+/// @file
+/// A Hugging Face checkpoint folder: config.json plus either model.safetensors or a sharded
+/// model.safetensors.index.json (`{"metadata": {...}, "weight_map": {name: shard file}}`).
+///
+/// @code
+/// darkbert::CheckpointFolder ckpt("bert-base-uncased/");
+/// for (const auto& name : ckpt.tensor_names()) ...
+/// ckpt.read_as<float>("embeddings.word_embeddings.weight", buffer);
+/// @endcode
 
 #include <filesystem>  // std::filesystem::path
 #include <fstream>     // std::ifstream
@@ -20,7 +23,7 @@
 
 namespace darkbert {
 
-// Reads a JSON file, with errors that name it.
+/// Reads a JSON file, with errors that name it.
 inline nlohmann::json read_json_file(const std::filesystem::path& path) {
   std::ifstream in(path);
   if (!in) fail(path.string(), ": cannot open");
@@ -31,8 +34,11 @@ inline nlohmann::json read_json_file(const std::filesystem::path& path) {
   }
 }
 
+/// The tensors of a checkpoint folder, single-file or sharded, looked up by name (example at the top).
 class CheckpointFolder {
  public:
+  /// Opens `dir`: model.safetensors, else the shards listed in model.safetensors.index.json; throws naming
+  /// the file when neither is valid.
   explicit CheckpointFolder(std::filesystem::path dir) : dir_(std::move(dir)) {
     namespace fs = std::filesystem;
     if (!fs::is_directory(dir_)) fail(dir_.string(), ": not a directory (expected a checkpoint folder)");
@@ -66,20 +72,26 @@ class CheckpointFolder {
     }
   }
 
+  /// The folder.
   const std::filesystem::path& directory() const { return dir_; }
 
+  /// Every tensor name, over all shards, sorted.
   std::vector<std::string> tensor_names() const {
     std::vector<std::string> names;
     for (const auto& [name, file] : where_) names.push_back(name);
     return names;
   }
+  /// Whether any shard holds `name`.
   bool contains(const std::string& name) const { return where_.count(name) != 0; }
+  /// dtype, shape and byte range of `name`; throws if absent.
   const TensorInfo& info(const std::string& name) const { return file_of(name).tensor(name); }
+  /// The shard holding `name`; throws if absent.
   const SafetensorsFile& file_of(const std::string& name) const {
     const auto it = where_.find(name);
     if (it == where_.end()) fail(dir_.string(), ": checkpoint has no tensor '", name, "'");
     return *files_[it->second];
   }
+  /// Converts tensor `name` to T (float or double) into out[0, numel).
   template <class T>
   void read_as(const std::string& name, T* out) const {
     file_of(name).template read_as<T>(name, out);
@@ -90,7 +102,7 @@ class CheckpointFolder {
 
   std::filesystem::path dir_;
   std::vector<std::unique_ptr<SafetensorsFile>> files_;
-  std::map<std::string, std::size_t> where_;  // tensor name -> index into files_
+  std::map<std::string, std::size_t> where_;  ///< tensor name -> index into files_
 };
 
 }  // namespace darkbert

@@ -1,5 +1,6 @@
 #pragma once
-// Element types found in checkpoints, and exact conversion of stored values to float/double.
+/// @file
+/// Element types found in checkpoints, and exact conversion of stored values to float/double.
 
 #include <cstdint>      // std::uint16_t, std::uint32_t
 #include <cstring>      // std::memcpy
@@ -8,9 +9,10 @@
 
 namespace darkbert {
 
+/// A safetensors element type.
 enum class DType { F64, F32, F16, BF16, I64, I32, I16, I8, U8, BOOL };
 
-// safetensors spells dtypes "F32", "BF16", ... ; returns nullopt for anything else.
+/// safetensors spells dtypes "F32", "BF16", ... ; returns nullopt for anything else.
 inline std::optional<DType> parse_dtype(std::string_view name) {
   constexpr std::pair<std::string_view, DType> table[] = {
       {"F64", DType::F64}, {"F32", DType::F32}, {"F16", DType::F16}, {"BF16", DType::BF16},
@@ -21,6 +23,7 @@ inline std::optional<DType> parse_dtype(std::string_view name) {
   return std::nullopt;
 }
 
+/// The safetensors spelling: `dtype_name(DType::BF16)` is "BF16".
 inline const char* dtype_name(DType dtype) {
   switch (dtype) {
     case DType::F64: return "F64";
@@ -37,6 +40,7 @@ inline const char* dtype_name(DType dtype) {
   return "?";
 }
 
+/// Bytes per element.
 inline std::size_t dtype_size(DType dtype) {
   switch (dtype) {
     case DType::F64: case DType::I64: return 8;
@@ -47,6 +51,7 @@ inline std::size_t dtype_size(DType dtype) {
   return 0;
 }
 
+/// Whether the type is F64, F32, F16 or BF16 (the ones read_as converts).
 inline bool is_floating(DType dtype) {
   return dtype == DType::F64 || dtype == DType::F32 || dtype == DType::F16 || dtype == DType::BF16;
 }
@@ -59,7 +64,7 @@ inline float bits_to_float(std::uint32_t bits) {
   return value;
 }
 
-// IEEE binary16 -> binary32, exact for every input (subnormals, infinities, NaN payloads).
+/// IEEE binary16 -> binary32, exact for every input (subnormals, infinities, NaN payloads).
 inline float half_to_float(std::uint16_t h) {
   const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
   std::uint32_t exponent = (h >> 10) & 0x1fu;
@@ -79,10 +84,10 @@ inline float half_to_float(std::uint16_t h) {
   return bits_to_float(sign | ((exponent + 127 - 15) << 23) | (mantissa << 13));
 }
 
-// bfloat16 is the upper half of a binary32.
+/// bfloat16 is the upper half of a binary32.
 inline float bfloat16_to_float(std::uint16_t b) { return bits_to_float(static_cast<std::uint32_t>(b) << 16); }
 
-// Reads element i of a little-endian buffer of the given dtype as T (floating targets only).
+/// Reads element i of a little-endian buffer of the given dtype as T (floating targets only).
 template <class T>
 T load_element(const unsigned char* data, DType dtype, std::size_t i) {
   switch (dtype) {

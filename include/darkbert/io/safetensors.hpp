@@ -1,12 +1,15 @@
 #pragma once
-// Reading and writing the safetensors format: an 8-byte little-endian header length N, N bytes of JSON
-// `{name: {"dtype", "shape", "data_offsets": [begin, end]}, "__metadata__": {...}}`, then the data.
-// The file is memory-mapped; every header entry is validated before any tensor is handed out.
-//
-//   darkbert::SafetensorsFile file("model.safetensors");
-//   const auto& info = file.tensor("embeddings.word_embeddings.weight");   // dtype, shape
-//   std::vector<float> values(info.numel());
-//   file.read_as<float>(info.name, values.data());                            // F16/BF16 up-cast exactly
+/// @file
+/// Reading and writing the safetensors format: an 8-byte little-endian header length N, N bytes of JSON
+/// `{name: {"dtype", "shape", "data_offsets": [begin, end]}, "__metadata__": {...}}`, then the data.
+/// The file is memory-mapped; every header entry is validated before any tensor is handed out.
+///
+/// @code
+/// darkbert::SafetensorsFile file("model.safetensors");
+/// const auto& info = file.tensor("embeddings.word_embeddings.weight");   // dtype, shape
+/// std::vector<float> values(info.numel());
+/// file.read_as<float>(info.name, values.data());                            // F16/BF16 up-cast exactly
+/// @endcode
 
 #include <fcntl.h>     // open
 #include <sys/mman.h>  // mmap, munmap
@@ -34,18 +37,21 @@
 
 namespace darkbert {
 
+/// One entry of a safetensors header.
 struct TensorInfo {
-  std::string name;
-  DType dtype = DType::F32;
-  std::vector<std::int64_t> shape;
-  std::uint64_t begin = 0;  // byte offsets relative to the start of the data area
-  std::uint64_t end = 0;
+  std::string name;  ///<  as in the file, e.g. "encoder.layer.0.attention.self.query.weight"
+  DType dtype = DType::F32;  ///<  element type
+  std::vector<std::int64_t> shape;  ///<  dimensions, outermost first
+  std::uint64_t begin = 0;  ///< byte offsets relative to the start of the data area
+  std::uint64_t end = 0;  ///<  one past the last byte (end - begin = numel * dtype_size)
 
+  /// Number of elements (1 for a scalar).
   std::int64_t numel() const {
     return std::accumulate(shape.begin(), shape.end(), std::int64_t{1}, std::multiplies<>());
   }
 };
 
+/// "[768, 3072]": a shape as error messages print it.
 inline std::string shape_string(const std::vector<std::int64_t>& shape) {
   std::string out = "[";
   for (std::size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
@@ -54,7 +60,7 @@ inline std::string shape_string(const std::vector<std::int64_t>& shape) {
 
 namespace detail {
 
-// Read-only memory map of a whole file; movable, unmapped on destruction.
+/// Read-only memory map of a whole file; movable, unmapped on destruction.
 class MappedFile {
  public:
   MappedFile() = default;
@@ -105,29 +111,41 @@ class MappedFile {
 
 }  // namespace detail
 
+/// A validated, memory-mapped safetensors file.
+/// @code
+/// darkbert::SafetensorsFile file("model.safetensors");
+/// std::vector<float> w(file.tensor("pooler.dense.weight").numel());
+/// file.read_as<float>("pooler.dense.weight", w.data());
+/// @endcode
 class SafetensorsFile {
  public:
-  // Largest header accepted; the reference implementation uses the same 100 MB bound.
+  /// Largest header accepted; the reference implementation uses the same 100 MB bound.
   static constexpr std::uint64_t max_header_bytes = 100'000'000;
 
+  /// Maps and validates the file (header, offsets, sizes); throws darkbert::error naming the problem.
   explicit SafetensorsFile(std::filesystem::path path) : path_(std::move(path)), map_(path_) { parse_header(); }
 
+  /// The file.
   const std::filesystem::path& path() const { return path_; }
+  /// Every tensor, in header order.
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
+  /// The header's `__metadata__` strings.
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
 
+  /// Whether the file holds `name`.
   bool contains(const std::string& name) const { return index_.count(name) != 0; }
 
+  /// The entry of `name`; throws naming the file if absent.
   const TensorInfo& tensor(const std::string& name) const {
     const auto it = index_.find(name);
     if (it == index_.end()) fail(path_.string(), ": no tensor named '", name, "'");
     return tensors_[it->second];
   }
 
-  // Raw little-endian bytes of a tensor (size = end - begin).
+  /// Raw little-endian bytes of a tensor (size = end - begin).
   const unsigned char* raw(const TensorInfo& info) const { return data_start_ + info.begin; }
 
-  // Converts a floating tensor to T, writing numel() values to `out`.
+  /// Converts a floating tensor to T, writing numel() values to `out`.
   template <class T>
   void read_as(const std::string& name, T* out) const {
     const TensorInfo& info = tensor(name);
@@ -225,15 +243,15 @@ class SafetensorsFile {
   std::map<std::string, std::string> metadata_;
 };
 
-// One tensor to write: name, dtype, shape and its little-endian bytes.
+/// One tensor to write: name, dtype, shape and its little-endian bytes.
 struct TensorBytes {
-  DType dtype = DType::F32;
-  std::vector<std::int64_t> shape;
-  std::vector<unsigned char> bytes;
+  DType dtype = DType::F32;  ///<  element type of `bytes`
+  std::vector<std::int64_t> shape;  ///<  dimensions, outermost first
+  std::vector<unsigned char> bytes;  ///<  little-endian elements, row-major
 };
 
-// Writes a safetensors file (tensors in sorted name order, header padded to a multiple of 8, as the
-// reference writer does).
+/// Writes a safetensors file (tensors in sorted name order, header padded to a multiple of 8, as the
+/// reference writer does).
 inline void write_safetensors(const std::filesystem::path& path, const std::map<std::string, TensorBytes>& tensors,
                               const std::map<std::string, std::string>& metadata = {{"format", "pt"}}) {
   nlohmann::json header = nlohmann::json::object();
@@ -255,7 +273,7 @@ inline void write_safetensors(const std::filesystem::path& path, const std::map<
   if (!out) fail(path.string(), ": write failed");
 }
 
-// Packs floating values as a TensorBytes of the matching dtype (F32 for float, F64 for double).
+/// Packs floating values as a TensorBytes of the matching dtype (F32 for float, F64 for double).
 template <class T>
 TensorBytes tensor_bytes(const T* values, std::vector<std::int64_t> shape) {
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>);

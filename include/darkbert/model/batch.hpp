@@ -1,8 +1,11 @@
 #pragma once
-// A padded batch of token ids, as the model consumes it: [B, L] row-major ids, attention mask and token
-// types (empty token types = all zero; empty mask = all ones).
-//
-//   darkbert::Batch batch = darkbert::Batch::from_encodings(tokenizer.encode_batch(texts));
+/// @file
+/// A padded batch of token ids, as the model consumes it: [B, L] row-major ids, attention mask and token
+/// types (empty token types = all zero; empty mask = all ones).
+///
+/// @code
+/// darkbert::Batch batch = darkbert::Batch::from_encodings(tokenizer.encode_batch(texts));
+/// @endcode
 
 #include <cstdint>  // std::int32_t
 #include <vector>   // std::vector
@@ -13,26 +16,30 @@
 
 namespace darkbert {
 
+/// A padded batch of token ids as the model consumes it (see the top of this header).
 struct Batch {
-  Index batch_size = 0;
-  Index length = 0;
-  std::vector<int> input_ids;       // [B * L]
-  std::vector<int> attention_mask;  // [B * L], 1 = real token, 0 = padding (empty = all real)
-  std::vector<int> token_type_ids;  // [B * L] (empty = all 0)
+  Index batch_size = 0;  ///<  B
+  Index length = 0;  ///<  L, the padded length
+  std::vector<int> input_ids;       ///< [B * L]
+  std::vector<int> attention_mask;  ///< [B * L], 1 = real token, 0 = padding (empty = all real)
+  std::vector<int> token_type_ids;  ///< [B * L] (empty = all 0)
 
+  /// B·L.
   Index tokens() const { return batch_size * length; }
+  /// The id of token i of sequence b.
   int id(Index b, Index i) const { return input_ids[static_cast<std::size_t>(b * length + i)]; }
+  /// 1 when token i of sequence b is real, 0 when it is padding.
   int mask(Index b, Index i) const {
     return attention_mask.empty() ? 1 : attention_mask[static_cast<std::size_t>(b * length + i)];
   }
-  // Number of real (non-padding) tokens of sequence b.
+  /// Number of real (non-padding) tokens of sequence b.
   Index valid_length(Index b) const {
     Index n = 0;
     for (Index i = 0; i < length; ++i) n += mask(b, i) != 0;
     return n;
   }
 
-  // Builds a batch from rows of equal or unequal length, padding on the right with pad_id.
+  /// Builds a batch from rows of equal or unequal length, padding on the right with pad_id.
   static Batch from_rows(const std::vector<std::vector<int>>& ids, int pad_id = 0,
                          const std::vector<std::vector<int>>& token_types = {}) {
     Batch b;
@@ -59,7 +66,7 @@ struct Batch {
     return b;
   }
 
-  // Stacks encodings (already padded or not) into one batch, padding to the longest with pad_id.
+  /// Stacks encodings (already padded or not) into one batch, padding to the longest with pad_id.
   static Batch from_encodings(const std::vector<Encoding>& encodings, int pad_id = 0) {
     Batch b;
     b.batch_size = static_cast<Index>(encodings.size());
@@ -79,7 +86,7 @@ struct Batch {
     return b;
   }
 
-  // Checks sizes agree; throws naming the field.
+  /// Checks sizes agree; throws naming the field.
   void validate() const {
     require(batch_size >= 0 && length >= 0, "batch: negative size");
     require(input_ids.size() == static_cast<std::size_t>(tokens()), "batch: input_ids has ", input_ids.size(),

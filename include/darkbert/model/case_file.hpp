@@ -1,13 +1,16 @@
 #pragma once
-// Cases files in the "darkbert-golden-cases/1" format (../shared/golden/README.md): a model folder and a
-// list of padded input batches, each with optional disabled heads and the outputs it names.
-//
-//   auto cases = darkbert::CaseFile::read("golden/cases/bert_model.json");
-//   auto model = darkbert::Transformer<double>::load(cases.model_dir);
-//   for (const auto& c : cases.cases) {
-//     auto out = model.forward(c.batch, {.policies = &c.policies<double>()});
-//     auto hidden = darkbert::named_output(out, model, "hidden_states");
-//   }
+/// @file
+/// Cases files in the "darkbert-golden-cases/1" format (../shared/golden/README.md): a model folder and a
+/// list of padded input batches, each with optional disabled heads and the outputs it names.
+///
+/// @code
+/// auto cases = darkbert::CaseFile::read("golden/cases/bert_model.json");
+/// auto model = darkbert::Transformer<double>::load(cases.model_dir);
+/// for (const auto& c : cases.cases) {
+///   auto out = model.forward(c.batch, {.policies = &c.policies<double>()});
+///   auto hidden = darkbert::named_output(out, model, "hidden_states");
+/// }
+/// @endcode
 
 #include <cmath>       // std::abs
 #include <filesystem>  // std::filesystem::path
@@ -28,19 +31,21 @@
 
 namespace darkbert {
 
+/// A head a case disables, and how.
 struct DisabledHead {
-  HeadRef head;
-  std::string policy = "uniform";
+  HeadRef head;  ///<  which head (or layer)
+  std::string policy = "uniform";  ///<  the masking policy; the format defines "uniform"
 };
 
+/// One case of a cases file: a batch, the heads to disable and the expected outputs.
 struct Case {
-  std::string name;
-  Batch batch;
-  std::vector<DisabledHead> disable;
-  std::map<std::string, std::filesystem::path> outputs;  // output name -> expected .npy (absolute)
-  nlohmann::json raw;                                      // the whole case, for fields like labels
+  std::string name;  ///<  e.g. "single_padded"
+  Batch batch;  ///<  the inputs
+  std::vector<DisabledHead> disable;  ///<  heads to disable
+  std::map<std::string, std::filesystem::path> outputs;  ///< output name -> expected .npy (absolute)
+  nlohmann::json raw;                                      ///< the whole case, for fields like labels
 
-  // The case's disable list as masking policies (only "uniform" is defined by the format).
+  /// The case's disable list as masking policies (only "uniform" is defined by the format).
   template <class T>
   MaskingPolicies<T> policies() const {
     MaskingPolicies<T> p;
@@ -51,13 +56,19 @@ struct Case {
   }
 };
 
+/// A golden cases file (`darkbert-golden-cases/1`).
+/// @code
+/// auto cases = darkbert::CaseFile::read("../shared/golden/cases/bert_model.json");
+/// auto model = darkbert::Transformer<float>::load(cases.model_dir);
+/// @endcode
 struct CaseFile {
-  std::filesystem::path path;
-  std::filesystem::path model_dir;
-  std::string family;
-  std::string architecture;
-  std::vector<Case> cases;
+  std::filesystem::path path;  ///<  the file
+  std::filesystem::path model_dir;  ///<  the checkpoint folder it names (absolute)
+  std::string family;  ///<  "bert", "roberta", "distilbert" or "gpt2"
+  std::string architecture;  ///<  e.g. "BertModel"
+  std::vector<Case> cases;  ///<  in file order
 
+  /// Reads and validates a cases file; errors name the file and the case.
   static CaseFile read(const std::filesystem::path& path) {
     const auto json = read_json_file(path);
     const std::string file = path.string();
@@ -118,8 +129,8 @@ struct CaseFile {
   }
 };
 
-// max |got - expected| / (1 + |expected|) over all elements, the fixtures' error measure (their
-// tolerance: 1e-4 for float32, tighter for float64); +infinity when the shapes differ.
+/// max |got - expected| / (1 + |expected|) over all elements, the fixtures' error measure (their
+/// tolerance: 1e-4 for float32, tighter for float64); +infinity when the shapes differ.
 template <class Got, class Expected>
 double max_relative_error(const Got& got, const Expected& expected) {
   if (got.dimension() != expected.dimension()) return std::numeric_limits<double>::infinity();
@@ -133,9 +144,9 @@ double max_relative_error(const Got& got, const Expected& expected) {
   return worst;
 }
 
-// An output of a forward pass by its cases-file name: embeddings, hidden_states, attentions,
-// last_hidden_state, pooled, logits (sequence or LM logits, whichever the model has), mlm_logits,
-// nsp_logits. Returned as an owning n-d array.
+/// An output of a forward pass by its cases-file name: embeddings, hidden_states, attentions,
+/// last_hidden_state, pooled, logits (sequence or LM logits, whichever the model has), mlm_logits,
+/// nsp_logits. Returned as an owning n-d array.
 template <class T>
 xt::xarray<T> named_output(const ForwardResult<T>& r, const Transformer<T>& model, const std::string& name) {
   auto require_present = [&](bool ok) {

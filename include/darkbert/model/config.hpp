@@ -1,10 +1,13 @@
 #pragma once
-// The architecture description of a checkpoint, read from a Hugging Face config.json. One struct covers
-// every family darkbert runs: BERT, RoBERTa, DistilBERT (post-LN encoders) and GPT-2 (pre-LN decoder);
-// the differences between them are fields here, not separate model classes.
-//
-//   auto config = darkbert::ModelConfig::from_json_file("bert-base-uncased/config.json");
-//   config.hidden_size;  // 768
+/// @file
+/// The architecture description of a checkpoint, read from a Hugging Face config.json. One struct covers
+/// every family darkbert runs: BERT, RoBERTa, DistilBERT (post-LN encoders) and GPT-2 (pre-LN decoder);
+/// the differences between them are fields here, not separate model classes.
+///
+/// @code
+/// auto config = darkbert::ModelConfig::from_json_file("bert-base-uncased/config.json");
+/// config.hidden_size;  // 768
+/// @endcode
 
 #include <filesystem>  // std::filesystem::path
 #include <utility>     // std::pair
@@ -19,8 +22,10 @@
 
 namespace darkbert {
 
+/// The model families darkbert runs.
 enum class Family { bert, roberta, distilbert, gpt2 };
 
+/// "bert", "roberta", "distilbert" or "gpt2".
 inline const char* family_name(Family f) {
   switch (f) {
     case Family::bert: return "bert";
@@ -31,39 +36,47 @@ inline const char* family_name(Family f) {
   return "?";
 }
 
+/// Everything about a model's shape and behaviour, read from config.json; the families differ only in these fields.
+/// @code
+/// auto config = darkbert::ModelConfig::from_json_file("bert-base-uncased/config.json");
+/// config.num_layers;   // 12
+/// @endcode
 struct ModelConfig {
-  Family family = Family::bert;
-  std::string architecture;  // config "architectures"[0] if present, e.g. "BertForSequenceClassification"
-  int vocab_size = 0;
-  int hidden_size = 0;
-  int num_layers = 0;
-  int num_heads = 0;
-  int intermediate_size = 0;
-  int max_positions = 0;
-  int type_vocab_size = 0;       // 0 = the family has no token types (DistilBERT, GPT-2)
-  double layer_norm_eps = 1e-12;
-  Activation activation = Activation::gelu_erf;
-  bool pre_layer_norm = false;   // GPT-2: LN before attention/MLP, final ln_f
-  bool causal = false;           // GPT-2: query i sees keys j <= i
-  bool scale_by_inverse_layer_idx = false;  // GPT-2 option: scores also divided by (layer + 1)
-  int pad_token_id = 0;          // -1 = none
-  std::vector<std::string> labels;  // id2label in id order (empty = no classification labels in config)
-  std::string problem_type;         // "regression", "single_label_classification", ... or empty
-  // Dropout probabilities of training (inference never drops): after the embeddings, on attention
-  // probabilities, on the attention and MLP outputs before each residual add, before the classifier.
+  Family family = Family::bert;  ///<  which family
+  std::string architecture;  ///< config "architectures"[0] if present, e.g. "BertForSequenceClassification"
+  int vocab_size = 0;  ///<  V
+  int hidden_size = 0;  ///<  H
+  int num_layers = 0;  ///<  blocks
+  int num_heads = 0;  ///<  attention heads per block
+  int intermediate_size = 0;  ///<  I, the MLP width
+  int max_positions = 0;  ///<  position embeddings
+  int type_vocab_size = 0;       ///< 0 = the family has no token types (DistilBERT, GPT-2)
+  double layer_norm_eps = 1e-12;  ///<  LayerNorm epsilon
+  Activation activation = Activation::gelu_erf;  ///<  the MLP activation (hidden_act)
+  bool pre_layer_norm = false;   ///< GPT-2: LN before attention/MLP, final ln_f
+  bool causal = false;           ///< GPT-2: query i sees keys j <= i
+  bool scale_by_inverse_layer_idx = false;  ///< GPT-2 option: scores also divided by (layer + 1)
+  int pad_token_id = 0;          ///< -1 = none
+  std::vector<std::string> labels;  ///< id2label in id order (empty = no classification labels in config)
+  std::string problem_type;         ///< "regression", "single_label_classification", ... or empty
+  /// Dropout probabilities of training (inference never drops): after the embeddings, on attention
+  /// probabilities, on the attention and MLP outputs before each residual add, before the classifier.
   double embedding_dropout = 0.1;
-  double attention_dropout = 0.1;
-  double hidden_dropout = 0.1;
-  double classifier_dropout = 0.1;  // GPT-2's `score` has none (0)
+  double attention_dropout = 0.1;  ///<  on the attention probabilities
+  double hidden_dropout = 0.1;  ///<  on the attention and MLP outputs
+  double classifier_dropout = 0.1;  ///< GPT-2's `score` has none (0)
 
+  /// d = H / heads.
   int head_dim() const { return hidden_size / num_heads; }
-  // RoBERTa numbers positions from pad_token_id + 1; everything else from 0.
+  /// RoBERTa numbers positions from pad_token_id + 1; everything else from 0.
   int position_offset() const { return family == Family::roberta ? pad_token_id + 1 : 0; }
-  // Longest input the position table admits.
+  /// Longest input the position table admits.
   int max_sequence_length() const { return max_positions - position_offset(); }
 
-  // A BERT-family shape (erf GELU, post-LN, 2 token types), e.g. for benchmarks and random models:
-  //   auto base = ModelConfig::bert_shape(12, 768, 12, 3072);
+  /// A BERT-family shape (erf GELU, post-LN, 2 token types), e.g. for benchmarks and random models:
+  /// @code
+  /// auto base = ModelConfig::bert_shape(12, 768, 12, 3072);
+  /// @endcode
   static ModelConfig bert_shape(int layers, int hidden, int heads, int intermediate, int vocab = 30522,
                                 int max_positions = 512) {
     ModelConfig c;
@@ -78,8 +91,10 @@ struct ModelConfig {
     return c;
   }
 
-  // A GPT-2 shape (pre-LN, causal, tanh GELU, LayerNorm eps 1e-5, no token types, no padding token):
-  //   auto small = ModelConfig::gpt2_shape(12, 768, 12, 3072);
+  /// A GPT-2 shape (pre-LN, causal, tanh GELU, LayerNorm eps 1e-5, no token types, no padding token):
+  /// @code
+  /// auto small = ModelConfig::gpt2_shape(12, 768, 12, 3072);
+  /// @endcode
   static ModelConfig gpt2_shape(int layers, int hidden, int heads, int intermediate, int vocab = 50257,
                                 int max_positions = 1024) {
     ModelConfig c = bert_shape(layers, hidden, heads, intermediate, vocab, max_positions);
@@ -94,13 +109,16 @@ struct ModelConfig {
     return c;
   }
 
+  /// Reads a Hugging Face config.json; errors name `source` and the field.
   static ModelConfig from_json(const nlohmann::json& j, const std::string& source = "config.json");
-  // The Hugging Face config.json of this model (what from_json reads back).
+  /// The Hugging Face config.json of this model (what from_json reads back).
   nlohmann::json to_json() const;
+  /// Reads a config.json file.
   static ModelConfig from_json_file(const std::filesystem::path& path) {
     return from_json(read_json_file(path), path.string());
   }
 
+  /// Throws naming `source` and the field when a size is not positive or the shapes disagree.
   void validate(const std::string& source) const {
     auto positive = [&](int value, const char* name) {
       if (value <= 0) fail(source, ": ", name, " must be positive, got ", value);

@@ -1,8 +1,9 @@
 #pragma once
-// Where each parameter lives in a Hugging Face checkpoint. `parameter_slots` lists, for every family,
-// the checkpoint name (without the base-model prefix), the shape stored there, and the memory it fills.
-// Loading reads through these slots; training will write gradients back through the same slots, under
-// the checkpoint's own names.
+/// @file
+/// Where each parameter lives in a Hugging Face checkpoint. `parameter_slots` lists, for every family,
+/// the checkpoint name (without the base-model prefix), the shape stored there, and the memory it fills.
+/// Loading reads through these slots; training will write gradients back through the same slots, under
+/// the checkpoint's own names.
 
 #include <cstdint>  // std::int64_t
 #include <string>   // std::string
@@ -13,16 +14,17 @@
 
 namespace darkbert {
 
+/// One parameter tensor as the checkpoint names it, and where its values live in the model.
 template <class T>
 struct ParameterSlot {
-  std::string name;                 // canonical name, e.g. "encoder.layer.0.attention.self.query.weight"
-  std::vector<std::int64_t> shape;  // shape in the checkpoint
-  T* data = nullptr;                // destination, row-major
-  bool transposed = false;          // the checkpoint stores the transpose (GPT-2 Conv1D [in, out])
-  bool encoder = false;             // part of the base model (embeddings, blocks, GPT-2 ln_f), not a task head
+  std::string name;                 ///< canonical name, e.g. "encoder.layer.0.attention.self.query.weight"
+  std::vector<std::int64_t> shape;  ///< shape in the checkpoint
+  T* data = nullptr;                ///< destination, row-major
+  bool transposed = false;          ///< the checkpoint stores the transpose (GPT-2 Conv1D [in, out])
+  bool encoder = false;             ///< part of the base model (embeddings, blocks, GPT-2 ln_f), not a task head
 };
 
-// The base-model prefix a task checkpoint puts before the encoder names ("bert.embeddings...").
+/// The base-model prefix a task checkpoint puts before the encoder names ("bert.embeddings...").
 inline std::string base_prefix(Family family) {
   switch (family) {
     case Family::bert: return "bert.";
@@ -45,7 +47,7 @@ struct SlotList {
     slots.push_back({name, shape, m.data(), transposed});
   }
   void vector(const std::string& name, Vector<T>& v) { slots.push_back({name, {v.size()}, v.data(), false}); }
-  // A [rows, cols] block of a fused matrix starting at row `first_row` (the fused Q/K/V rows).
+  /// A [rows, cols] block of a fused matrix starting at row `first_row` (the fused Q/K/V rows).
   void rows(const std::string& name, Matrix<T>& m, Index first_row, Index count) {
     slots.push_back({name, {count, m.cols()}, m.data() + first_row * m.cols(), false});
   }
@@ -64,7 +66,7 @@ struct SlotList {
 
 }  // namespace detail
 
-// Every parameter slot of `params` for the given family, in checkpoint naming.
+/// Every parameter slot of `params` for the given family, in checkpoint naming.
 template <class T>
 std::vector<ParameterSlot<T>> parameter_slots(TransformerParams<T>& params, const ModelConfig& config) {
   detail::SlotList<T> s;
@@ -162,7 +164,7 @@ std::vector<ParameterSlot<T>> parameter_slots(TransformerParams<T>& params, cons
   return s.slots;
 }
 
-// Checkpoint entries that are not parameters (buffers) or are copies of tied weights; a loader skips them.
+/// Checkpoint entries that are not parameters (buffers) or are copies of tied weights; a loader skips them.
 inline bool is_ignored_tensor(const std::string& name, Family family) {
   auto ends_with = [&](const std::string& suffix) {
     return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;

@@ -1,10 +1,13 @@
 #pragma once
-// Which task heads a model carries on top of its encoder: pooler, sequence classifier (or regressor),
-// masked-LM, next-sentence prediction, causal LM. ("Task heads", to keep them apart from the attention
-// heads inside each block.) Either implied by a Hugging Face architecture name, for building a model
-// without a checkpoint, or detected from the tensors a checkpoint holds.
-//
-//   auto heads = darkbert::TaskHeads::for_architecture(config);   // "BertForSequenceClassification" -> pooler + classifier
+/// @file
+/// Which task heads a model carries on top of its encoder: pooler, sequence classifier (or regressor),
+/// masked-LM, next-sentence prediction, causal LM. ("Task heads", to keep them apart from the attention
+/// heads inside each block.) Either implied by a Hugging Face architecture name, for building a model
+/// without a checkpoint, or detected from the tensors a checkpoint holds.
+///
+/// @code
+/// auto heads = darkbert::TaskHeads::for_architecture(config);   // "BertForSequenceClassification" -> pooler + classifier
+/// @endcode
 
 #include <map>     // std::map
 #include <string>  // std::string
@@ -15,15 +18,16 @@
 
 namespace darkbert {
 
+/// Which task heads a model has (for Transformer::random and init): `{.classifier_labels = 2}`.
 struct TaskHeads {
-  bool pooler = false;
-  int classifier_labels = 0;  // 0 = no classifier; 1 = regression
-  bool masked_lm = false;
-  bool next_sentence = false;
-  bool causal_lm = false;     // GPT-2 LM head (tied to wte, no tensor of its own)
+  bool pooler = false;  ///<  BERT/RoBERTa pooler
+  int classifier_labels = 0;  ///< 0 = no classifier; 1 = regression
+  bool masked_lm = false;  ///<  masked-LM head
+  bool next_sentence = false;  ///<  BERT next-sentence head
+  bool causal_lm = false;     ///< GPT-2 LM head (tied to wte, no tensor of its own)
 
-  // The heads a Hugging Face architecture name implies; a classifier gets config.labels.size() outputs
-  // (2 if the config lists none).
+  /// The heads a Hugging Face architecture name implies; a classifier gets config.labels.size() outputs
+  /// (2 if the config lists none).
   static TaskHeads for_architecture(const ModelConfig& c) {
     const std::string& a = c.architecture;
     auto ends = [&](const char* suffix) {
@@ -53,8 +57,8 @@ struct TaskHeads {
     return h;
   }
 
-  // The heads a checkpoint carries, from its tensors (canonical name -> name in the file). A GPT-2
-  // checkpoint without a `score` layer gets the tied causal-LM head.
+  /// The heads a checkpoint carries, from its tensors (canonical name -> name in the file). A GPT-2
+  /// checkpoint without a `score` layer gets the tied causal-LM head.
   static TaskHeads detect(const std::map<std::string, std::string>& names, const ModelConfig& c,
                           const CheckpointFolder& ckpt) {
     auto has = [&](const std::string& n) { return names.count(n) != 0; };

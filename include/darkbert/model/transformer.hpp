@@ -1,20 +1,23 @@
 #pragma once
-// The transformer: one definition for BERT, RoBERTa, DistilBERT (post-LN encoders) and GPT-2 (pre-LN,
-// causal), loaded from a Hugging Face checkpoint folder and run on a padded batch, for inference, analysis
-// and training alike.
-//
-//   auto model = darkbert::Transformer<float>::load("bert-base-uncased/");
-//   auto out = model.forward(batch);            // every hidden state and per-head attention map
-//   out.attentions;                              // [layers, B, heads, L, L]
-//
-// The forward pass is a sequence of kernels from model/ops/ over a few preallocated buffers, with a hook
-// test at every named point (hooks/hook_point.hpp). Each kernel keeps its shapes in a comment.
-//
-// Training (ForwardOptions::training) runs the same code. Each block then writes its activations into its
-// own buffers on the tape's arena instead of the shared one-layer scratch, and records one tape node whose
-// block_backward mirrors block_forward in reverse (llm.c style); the embedding block and GPT-2's ln_f are
-// nodes of their own, and the task heads are written once on autodiff functions, so they record
-// themselves. Inference records nothing and keeps its memory and speed.
+/// @file
+/// The transformer: one definition for BERT, RoBERTa, DistilBERT (post-LN encoders) and GPT-2 (pre-LN,
+/// causal), loaded from a Hugging Face checkpoint folder and run on a padded batch, for inference, analysis
+/// and training alike.
+///
+/// @code
+/// auto model = darkbert::Transformer<float>::load("bert-base-uncased/");
+/// auto out = model.forward(batch);            // every hidden state and per-head attention map
+/// out.attentions;                              // [layers, B, heads, L, L]
+/// @endcode
+///
+/// The forward pass is a sequence of kernels from model/ops/ over a few preallocated buffers, with a hook
+/// test at every named point (hooks/hook_point.hpp). Each kernel keeps its shapes in a comment.
+///
+/// Training (ForwardOptions::training) runs the same code. Each block then writes its activations into its
+/// own buffers on the tape's arena instead of the shared one-layer scratch, and records one tape node whose
+/// block_backward mirrors block_forward in reverse (llm.c style); the embedding block and GPT-2's ln_f are
+/// nodes of their own, and the task heads are written once on autodiff functions, so they record
+/// themselves. Inference records nothing and keeps its memory and speed.
 
 #include <omp.h>  // omp_get_max_threads, omp_get_thread_num
 
@@ -52,71 +55,72 @@
 
 namespace darkbert {
 
+/// What a forward pass keeps and computes, and what acts on it: `model.forward(batch, {.hooks = &hooks})`.
 template <class T>
 struct ForwardOptions {
-  bool keep_hidden_states = true;  // hidden_states [layers+1, B, L, H]
-  bool keep_attentions = true;     // attentions [layers, B, heads, L, L]
-  bool compute_heads = true;       // pooler / classifier / NSP / LM logits when the model has them
-  bool token_logits = true;        // the [B, L, V] LM / MLM logits (the largest output)
-  // Compute MLM / LM logits only at these (batch, position) pairs, into `selected_logits` [P, V]
-  // (pretraining needs only the masked positions). Empty = all positions (if token_logits).
+  bool keep_hidden_states = true;  ///< hidden_states [layers+1, B, L, H]
+  bool keep_attentions = true;     ///< attentions [layers, B, heads, L, L]
+  bool compute_heads = true;       ///< pooler / classifier / NSP / LM logits when the model has them
+  bool token_logits = true;        ///< the [B, L, V] LM / MLM logits (the largest output)
+  /// Compute MLM / LM logits only at these (batch, position) pairs, into `selected_logits` [P, V]
+  /// (pretraining needs only the masked positions). Empty = all positions (if token_logits).
   std::vector<std::pair<Index, Index>> logit_positions;
-  const HookRegistry<T>* hooks = nullptr;
-  const MaskingPolicies<T>* policies = nullptr;
-  // Prefix caching: start at block `start_layer` from the residual stream `start_hidden` [B, L, H]
-  // entering it (e.g. hidden_states[start_layer] of an earlier run of the same batch). Blocks below are
-  // not run; their hidden states and attentions are left zero in the result. (For GPT-2 the last listed
-  // hidden state is after ln_f, so resuming at start_layer == num_layers needs the raw block output.)
-  // start_hidden may point into the result that receives this run (it is read before anything is written).
+  const HookRegistry<T>* hooks = nullptr;  ///<  hooks to fire; null = none
+  const MaskingPolicies<T>* policies = nullptr;  ///<  masking policies; null = none
+  /// Prefix caching: start at block `start_layer` from the residual stream `start_hidden` [B, L, H]
+  /// entering it (e.g. hidden_states[start_layer] of an earlier run of the same batch). Blocks below are
+  /// not run; their hidden states and attentions are left zero in the result. (For GPT-2 the last listed
+  /// hidden state is after ln_f, so resuming at start_layer == num_layers needs the raw block output.)
+  /// start_hidden may point into the result that receives this run (it is read before anything is written).
   int start_layer = 0;
-  const T* start_hidden = nullptr;
-  // Training: record onto a tape, with dropout (model/training_pass.hpp). Null = inference.
+  const T* start_hidden = nullptr;  ///<  the residual stream entering start_layer (see start_layer)
+  /// Training: record onto a tape, with dropout (model/training_pass.hpp). Null = inference.
   const TrainingPass<T>* training = nullptr;
 };
 
 namespace detail {
 
-// Where one block writes its activations. Inference points every field at the shared one-layer scratch
-// (and leaves the training-only ones null); training gives each block its own buffers on the tape's
-// arena, which block_backward reads.
+/// Where one block writes its activations. Inference points every field at the shared one-layer scratch
+/// (and leaves the training-only ones null); training gives each block its own buffers on the tape's
+/// arena, which block_backward reads.
 template <class T>
 struct BlockBuffers {
-  T* normed1 = nullptr;      // [N, H] pre-LN: LN_1(in)
-  T* qkv = nullptr;          // [N, 3H]
-  T* ctx = nullptr;          // [N, H] per-head context, heads side by side
-  T* proj = nullptr;         // [N, H] attention or MLP output projection (after dropout)
-  T* sum1 = nullptr;         // [N, H] post-LN: in + attention branch, the input of the first LayerNorm
-  T* mid = nullptr;          // [N, H] residual stream between attention and MLP
-  T* normed2 = nullptr;      // [N, H] pre-LN: LN_2(mid)
-  T* mlp_pre = nullptr;      // [N, I] MLP hidden before the activation (training)
-  T* mlp = nullptr;          // [N, I] MLP hidden after the activation
-  T* sum2 = nullptr;         // [N, H] post-LN: mid + MLP branch, the input of the second LayerNorm
-  ops::NormStats<T> stats1, stats2;  // of the two LayerNorms (training)
-  T* dropped = nullptr;      // [threads, L, L] dropped-out pattern copies (training with attention dropout)
+  T* normed1 = nullptr;      ///< [N, H] pre-LN: LN_1(in)
+  T* qkv = nullptr;          ///< [N, 3H]
+  T* ctx = nullptr;          ///< [N, H] per-head context, heads side by side
+  T* proj = nullptr;         ///< [N, H] attention or MLP output projection (after dropout)
+  T* sum1 = nullptr;         ///< [N, H] post-LN: in + attention branch, the input of the first LayerNorm
+  T* mid = nullptr;          ///< [N, H] residual stream between attention and MLP
+  T* normed2 = nullptr;      ///< [N, H] pre-LN: LN_2(mid)
+  T* mlp_pre = nullptr;      ///< [N, I] MLP hidden before the activation (training)
+  T* mlp = nullptr;          ///< [N, I] MLP hidden after the activation
+  T* sum2 = nullptr;         ///< [N, H] post-LN: mid + MLP branch, the input of the second LayerNorm
+  ops::NormStats<T> stats1, stats2;  ///< of the two LayerNorms (training)
+  T* dropped = nullptr;      ///< [threads, L, L] dropped-out pattern copies (training with attention dropout)
 };
 
-// Buffers of one forward pass, kept in ForwardResult so that running again into the same result object
-// allocates nothing (and touches no fresh pages).
+/// Buffers of one forward pass, kept in ForwardResult so that running again into the same result object
+/// allocates nothing (and touches no fresh pages).
 template <class T>
 struct ForwardScratch {
-  Matrix<T> qkv;     // [N, 3H]
-  Matrix<T> ctx;     // [N, H]
-  Matrix<T> proj;    // [N, H]
-  Matrix<T> mid;     // [N, H]
-  Matrix<T> normed;  // [N, H]  pre-LN input of attention / MLP
-  Matrix<T> mlp;     // [N, I]
-  Matrix<T> last_block;          // [N, H] GPT-2: output of the last block, before ln_f
-  Matrix<T> start;               // [N, H] copy of ForwardOptions::start_hidden
-  std::vector<T> scores;         // [B, heads, L, L] when attention maps are not kept
-  Matrix<T> hidden_a, hidden_b;  // [N, H] ping-pong residual stream when hidden states are not kept
-  std::vector<int> mask;         // [B, L] attention mask (all ones if the batch has none)
-  std::vector<Index> rows;       // rows the task heads read (first tokens, last tokens, logit positions)
-  XwtScratch gemm;               // packed activations of the linear layers
-  ops::AttentionScratch attention;  // per-thread memory of the per-head products
-  // The heads' non-recording tape when not training (behind a pointer: a tape does not move, a result does).
+  Matrix<T> qkv;     ///< [N, 3H]
+  Matrix<T> ctx;     ///< [N, H]
+  Matrix<T> proj;    ///< [N, H]
+  Matrix<T> mid;     ///< [N, H]
+  Matrix<T> normed;  ///< [N, H]  pre-LN input of attention / MLP
+  Matrix<T> mlp;     ///< [N, I]
+  Matrix<T> last_block;          ///< [N, H] GPT-2: output of the last block, before ln_f
+  Matrix<T> start;               ///< [N, H] copy of ForwardOptions::start_hidden
+  std::vector<T> scores;         ///< [B, heads, L, L] when attention maps are not kept
+  Matrix<T> hidden_a, hidden_b;  ///< [N, H] ping-pong residual stream when hidden states are not kept
+  std::vector<int> mask;         ///< [B, L] attention mask (all ones if the batch has none)
+  std::vector<Index> rows;       ///< rows the task heads read (first tokens, last tokens, logit positions)
+  XwtScratch gemm;               ///< packed activations of the linear layers
+  ops::AttentionScratch attention;  ///< per-thread memory of the per-head products
+  /// The heads' non-recording tape when not training (behind a pointer: a tape does not move, a result does).
   std::unique_ptr<autodiff::Tape<T>> inference_tape = std::make_unique<autodiff::Tape<T>>();
-  std::vector<T*> streams;                  // residual stream entering each layer
-  std::vector<autodiff::Var<T>> stream_vars;  // the same as tape Vars (training)
+  std::vector<T*> streams;                  ///< residual stream entering each layer
+  std::vector<autodiff::Var<T>> stream_vars;  ///< the same as tape Vars (training)
 
   void prepare(const ModelConfig& c, Index N, Index B, Index L, bool need_scores, bool need_hidden) {
     const Index H = c.hidden_size;
@@ -152,80 +156,92 @@ struct ForwardScratch {
 
 }  // namespace detail
 
-// The outputs as tape Vars, set by a training forward: what a loss is built from.
+/// The outputs as tape Vars, set by a training forward: what a loss is built from.
 template <class T>
 struct OutputVars {
-  autodiff::Var<T> last_hidden_state;     // [N, H]
-  autodiff::Var<T> pooled;                // [B, H]
-  autodiff::Var<T> sequence_logits;       // [B, labels]
-  autodiff::Var<T> token_logits;          // [B·L, V]
-  autodiff::Var<T> selected_logits;       // [P, V]
-  autodiff::Var<T> next_sentence_logits;  // [B, 2]
+  autodiff::Var<T> last_hidden_state;     ///< [N, H]
+  autodiff::Var<T> pooled;                ///< [B, H]
+  autodiff::Var<T> sequence_logits;       ///< [B, labels]
+  autodiff::Var<T> token_logits;          ///< [B·L, V]
+  autodiff::Var<T> selected_logits;       ///< [P, V]
+  autodiff::Var<T> next_sentence_logits;  ///< [B, 2]
 };
 
+/// The outputs of a forward pass (empty tensors for what was not asked for).
 template <class T>
 struct ForwardResult {
-  Tensor<T, 4> hidden_states;      // [layers+1, B, L, H]; [0] = embeddings; GPT-2: last after ln_f
-  Tensor<T, 5> attentions;         // [layers, B, heads, L, L]
-  Tensor<T, 3> last_hidden_state;  // [B, L, H] (GPT-2: after ln_f)
-  Tensor<T, 2> pooled;             // [B, H]        BERT/RoBERTa pooler
-  Tensor<T, 2> sequence_logits;    // [B, labels]   sequence classification / regression
-  Tensor<T, 3> token_logits;       // [B, L, V]     masked-LM or causal-LM logits
-  Tensor<T, 2> selected_logits;    // [P, V]        logits at ForwardOptions::logit_positions
-  Tensor<T, 2> next_sentence_logits;  // [B, 2]     BERT NSP
-  OutputVars<T> vars;              // training only: the outputs above as tape Vars
+  Tensor<T, 4> hidden_states;      ///< [layers+1, B, L, H]; [0] = embeddings; GPT-2: last after ln_f
+  Tensor<T, 5> attentions;         ///< [layers, B, heads, L, L]
+  Tensor<T, 3> last_hidden_state;  ///< [B, L, H] (GPT-2: after ln_f)
+  Tensor<T, 2> pooled;             ///< [B, H]        BERT/RoBERTa pooler
+  Tensor<T, 2> sequence_logits;    ///< [B, labels]   sequence classification / regression
+  Tensor<T, 3> token_logits;       ///< [B, L, V]     masked-LM or causal-LM logits
+  Tensor<T, 2> selected_logits;    ///< [P, V]        logits at ForwardOptions::logit_positions
+  Tensor<T, 2> next_sentence_logits;  ///< [B, 2]     BERT NSP
+  OutputVars<T> vars;              ///< training only: the outputs above as tape Vars
 
-  // The embedding block output = hidden_states[0], [B, L, H].
+  /// The embedding block output = hidden_states[0], [B, L, H].
   auto embeddings() const { return xt::view(hidden_states, 0); }
 
-  detail::ForwardScratch<T> scratch;  // reused by forward_into; not part of the results
+  detail::ForwardScratch<T> scratch;  ///< reused by forward_into; not part of the results
 };
 
+/// The one model of every family: load a checkpoint, run forward passes (with hooks and policies), train.
+/// @code
+/// auto model = darkbert::Transformer<float>::load("bert-base-uncased/");
+/// auto out = model.forward(batch);   // out.attentions [layers, B, heads, L, L]
+/// @endcode
 template <class T>
 class Transformer {
  public:
+  /// float or double.
   using Scalar = T;
 
+  /// A model from a config and its parameters (validated against each other).
   Transformer(ModelConfig config, TransformerParams<T> params)
       : config_(std::move(config)), params_(std::move(params)) {}
 
-  // Loads config.json + model.safetensors (or a sharded index) from a Hugging Face folder.
+  /// Loads config.json + model.safetensors (or a sharded index) from a Hugging Face folder.
   static Transformer load(const std::filesystem::path& dir);
 
-  // Writes config.json + model.safetensors (F32 or F64 as T) in Hugging Face layout, under the family's
-  // own tensor names (prefixed for task models, as Hugging Face saves them), readable by load().
+  /// Writes config.json + model.safetensors (F32 or F64 as T) in Hugging Face layout, under the family's
+  /// own tensor names (prefixed for task models, as Hugging Face saves them), readable by load().
   void save(const std::filesystem::path& dir) const;
 
-  // A model of the given shape with seeded random weights (N(0, 0.02); LayerNorm 1 and 0).
+  /// A model of the given shape with seeded random weights (N(0, 0.02); LayerNorm 1 and 0).
   static Transformer random(const ModelConfig& config, const TaskHeads& heads, std::uint64_t seed);
 
-  // This encoder under other task heads, e.g. a pretrained BERT turned into a sequence classifier:
-  // every parameter the two share (same canonical name and shape: embeddings, blocks, a pooler) is
-  // copied, every new one (the classifier) is drawn as random() draws it. `config` describes the new
-  // model (architecture, labels, problem type) and must have this model's encoder shape.
+  /// This encoder under other task heads, e.g. a pretrained BERT turned into a sequence classifier:
+  /// every parameter the two share (same canonical name and shape: embeddings, blocks, a pooler) is
+  /// copied, every new one (the classifier) is drawn as random() draws it. `config` describes the new
+  /// model (architecture, labels, problem type) and must have this model's encoder shape.
   Transformer with_task_heads(const ModelConfig& config, const TaskHeads& heads, std::uint64_t seed) const;
 
+  /// The configuration.
   const ModelConfig& config() const { return config_; }
+  /// The parameters.
   const TransformerParams<T>& params() const { return params_; }
+  /// The parameters, for training or editing.
   TransformerParams<T>& params() { return params_; }
-  // Checkpoint tensors the model did not use (extra heads, unknown entries), for the caller to report.
+  /// Checkpoint tensors the model did not use (extra heads, unknown entries), for the caller to report.
   const std::vector<std::string>& unused_tensors() const { return unused_; }
-  // The task heads this model carries.
+  /// The task heads this model carries.
   TaskHeads task_heads() const;
-  // A parameter set of this model's shapes, all zero: where a training pass accumulates gradients.
+  /// A parameter set of this model's shapes, all zero: where a training pass accumulates gradients.
   TransformerParams<T> zero_gradients() const;
 
+  /// Runs the forward pass; throws darkbert::error naming the problem for a malformed batch.
   ForwardResult<T> forward(const Batch& batch, const ForwardOptions<T>& options = {}) const {
     ForwardResult<T> result;
     forward_into(batch, options, result);
     return result;
   }
-  // Same, reusing the buffers of `result` from an earlier call (no allocation when shapes repeat).
-  // In training, `result` must stay alive and unused until the tape's backward has run.
+  /// Same, reusing the buffers of `result` from an earlier call (no allocation when shapes repeat).
+  /// In training, `result` must stay alive and unused until the tape's backward has run.
   void forward_into(const Batch& batch, const ForwardOptions<T>& options, ForwardResult<T>& result) const;
 
-  // The position GPT-2's classifier reads in row b: the rightmost token that is not pad_token_id (as
-  // Hugging Face's GPT2ForSequenceClassification); without a pad token, the last real token by the mask.
+  /// The position GPT-2's classifier reads in row b: the rightmost token that is not pad_token_id (as
+  /// Hugging Face's GPT2ForSequenceClassification); without a pad token, the last real token by the mask.
   Index last_token(const Batch& batch, Index b) const {
     Index last = 0;
     for (Index i = 0; i < batch.length; ++i)
@@ -233,8 +249,8 @@ class Transformer {
     return last;
   }
 
-  // The embedding block alone: [B, L] ids -> out [B, L, H] (what hook_embed sees). No validation.
-  // Training keeps the LayerNorm input (`sum` [N, H]) and statistics.
+  /// The embedding block alone: [B, L] ids -> out [B, L, H] (what hook_embed sees). No validation.
+  /// Training keeps the LayerNorm input (`sum` [N, H]) and statistics.
   void embed(const Batch& batch, T* out, T* sum = nullptr, ops::NormStats<T> stats = {}) const;
 
  private:
@@ -254,7 +270,7 @@ class Transformer {
                      const ForwardOptions<T>& options) const;
   void attention(int layer, const Batch& batch, T* attn, const Buffers& buf, Workspace& ws,
                  const ForwardOptions<T>& options) const;
-  // d_out [N, H] (gradient of the block output) -> d_in [N, H] (+=), parameter gradients (+=).
+  /// d_out [N, H] (gradient of the block output) -> d_in [N, H] (+=), parameter gradients (+=).
   void block_backward(int layer, const Batch& batch, const T* in, const T* attn, const Buffers& buf,
                       const T* d_out, T* d_in, T* work, const TrainingPass<T>& pass,
                       const MaskingPolicies<T>* policies) const;
@@ -262,7 +278,7 @@ class Transformer {
                       EmbeddingParams<T>& grads) const;
   void heads_forward(const Batch& batch, const Var& last, ForwardResult<T>& result, const ForwardOptions<T>& options,
                      autodiff::Tape<T>& tape) const;
-  // Whether any registered hook fires at (point, layer); one pointer test when there are none.
+  /// Whether any registered hook fires at (point, layer); one pointer test when there are none.
   static bool hooked(const ForwardOptions<T>& options, HookPoint point, int layer) {
     return options.hooks && !options.hooks->empty() && options.hooks->active(point, layer);
   }
@@ -304,8 +320,8 @@ void Transformer<T>::validate_batch(const Batch& batch) const {
 }
 
 namespace detail {
-// Position id of token i of row b, visiting i = 0, 1, ... in order (RoBERTa: pad + 1 + index among real
-// tokens, padding -> pad; `real_seen` counts the real tokens so far).
+/// Position id of token i of row b, visiting i = 0, 1, ... in order (RoBERTa: pad + 1 + index among real
+/// tokens, padding -> pad; `real_seen` counts the real tokens so far).
 inline Index next_position(const Batch& batch, const ModelConfig& c, Index b, Index i, Index& real_seen) {
   if (c.family != Family::roberta) return i;
   const bool real = batch.id(b, i) != c.pad_token_id;
@@ -314,9 +330,11 @@ inline Index next_position(const Batch& batch, const ModelConfig& c, Index b, In
 }
 }  // namespace detail
 
-// Embedding block: [B, L] ids -> [B, L, H].
-//   BERT/RoBERTa: LN(word[id] + position[pos] + token_type[type]);  DistilBERT: LN(word + position);
-//   GPT-2: wte[id] + wpe[pos].
+/// Embedding block: [B, L] ids -> [B, L, H].
+/// @code
+/// BERT/RoBERTa: LN(word[id] + position[pos] + token_type[type]);  DistilBERT: LN(word + position);
+/// GPT-2: wte[id] + wpe[pos].
+/// @endcode
 template <class T>
 void Transformer<T>::embed(const Batch& batch, T* out, T* sum, ops::NormStats<T> stats) const {
   const auto& e = params_.embeddings;
@@ -338,10 +356,10 @@ void Transformer<T>::embed(const Batch& batch, T* out, T* sum, ops::NormStats<T>
   if (e.norm) ops::add_layer_norm_forward<T>(out, nullptr, sum, out, B * L, H, *e.norm, config_.layer_norm_eps, stats);
 }
 
-// Backward of the embedding block: d_out [N, H] (dropout already undone) -> gradients of the tables. The
-// padding row of the word embeddings (and of RoBERTa's positions) gets nothing from the lookup, as in
-// Hugging Face's nn.Embedding(padding_idx). Threads own column blocks and add tokens in order, so the
-// sums are deterministic. work: [N, H].
+/// Backward of the embedding block: d_out [N, H] (dropout already undone) -> gradients of the tables. The
+/// padding row of the word embeddings (and of RoBERTa's positions) gets nothing from the lookup, as in
+/// Hugging Face's nn.Embedding(padding_idx). Threads own column blocks and add tokens in order, so the
+/// sums are deterministic. work: [N, H].
 template <class T>
 void Transformer<T>::embed_backward(const Batch& batch, const T* sum, ops::NormStats<T> stats, T* d_out, T* work,
                                     EmbeddingParams<T>& g) const {
@@ -378,9 +396,9 @@ void Transformer<T>::embed_backward(const Batch& batch, const T* sum, ops::NormS
   });
 }
 
-// Attention of one layer: buf.qkv [N, 3H] -> attn [B, heads, L, L] (the pattern), buf.ctx [N, H].
-// Training with attention dropout multiplies V by a dropped-out copy of the pattern; `attn` keeps the
-// pattern itself.
+/// Attention of one layer: buf.qkv [N, 3H] -> attn [B, heads, L, L] (the pattern), buf.ctx [N, H].
+/// Training with attention dropout multiplies V by a dropped-out copy of the pattern; `attn` keeps the
+/// pattern itself.
 template <class T>
 void Transformer<T>::attention(int layer, const Batch& batch, T* attn, const Buffers& buf, Workspace& ws,
                                const ForwardOptions<T>& options) const {
@@ -434,10 +452,12 @@ void Transformer<T>::attention(int layer, const Batch& batch, T* attn, const Buf
   for (Index p = 0; p < pairs; ++p) context(p);
 }
 
-// One block: in [N, H] -> out [N, H] (out may not alias in), attention pattern into attn.
-//   post-LN (BERT):  mid = LN_1(in + drop(W_O attn(in)));      out = LN_2(mid + drop(MLP(mid)))
-//   pre-LN (GPT-2):  mid = in + drop(W_O attn(LN_1(in)));      out = mid + drop(MLP(LN_2(mid)))
-// (dropout only in training; W_O attn(x) has attention dropout on the pattern)
+/// One block: in [N, H] -> out [N, H] (out may not alias in), attention pattern into attn.
+/// @code
+/// post-LN (BERT):  mid = LN_1(in + drop(W_O attn(in)));      out = LN_2(mid + drop(MLP(mid)))
+/// pre-LN (GPT-2):  mid = in + drop(W_O attn(LN_1(in)));      out = mid + drop(MLP(LN_2(mid)))
+/// @endcode
+/// (dropout only in training; W_O attn(x) has attention dropout on the pattern)
 template <class T>
 void Transformer<T>::block_forward(int layer, const Batch& batch, const T* in, T* out, T* attn, const Buffers& buf,
                                    Workspace& ws, const ForwardOptions<T>& options) const {
@@ -502,13 +522,15 @@ void Transformer<T>::block_forward(int layer, const Batch& batch, const T* in, T
   run_hook(options, batch, ws.mask.data(), HookPoint::resid_post, layer, residual_view(out));
 }
 
-// Backward of block_forward, in reverse, over the block's own saved buffers. work holds
-// [N, H] × 3 + [N, I] + [N, 3H] + threads × 2 L² elements. Hooks are treated as observers here: a hook
-// that modified a tensor passes the gradient through unchanged.
-//   post-LN:  d_sum2 = LN_2ᵀ(d_out);  d_mlp = drop(d_sum2) W_2 ⊙ f'(u);  d_mid = d_sum2 + d_mlp W_1
-//             d_sum1 = LN_1ᵀ(d_mid);  d_ctx = drop(d_sum1) W_O;  d_qkv = attnᵀ(d_ctx);  d_in = d_sum1 + d_qkv W_QKV
-//   pre-LN:   d_mid = d_out + LN_2ᵀ(drop(d_out) W_2 ⊙ f'(u) W_1);  d_ctx = drop(d_mid) W_O
-//             d_in = d_mid + LN_1ᵀ(d_qkv W_QKV)
+/// Backward of block_forward, in reverse, over the block's own saved buffers. work holds
+/// [N, H] × 3 + [N, I] + [N, 3H] + threads × 2 L² elements. Hooks are treated as observers here: a hook
+/// that modified a tensor passes the gradient through unchanged.
+/// @code
+/// post-LN:  d_sum2 = LN_2ᵀ(d_out);  d_mlp = drop(d_sum2) W_2 ⊙ f'(u);  d_mid = d_sum2 + d_mlp W_1
+///           d_sum1 = LN_1ᵀ(d_mid);  d_ctx = drop(d_sum1) W_O;  d_qkv = attnᵀ(d_ctx);  d_in = d_sum1 + d_qkv W_QKV
+/// pre-LN:   d_mid = d_out + LN_2ᵀ(drop(d_out) W_2 ⊙ f'(u) W_1);  d_ctx = drop(d_mid) W_O
+///           d_in = d_mid + LN_1ᵀ(d_qkv W_QKV)
+/// @endcode
 template <class T>
 void Transformer<T>::block_backward(int layer, const Batch& batch, const T* in, const T* attn,
                                     const Buffers& buf, const T* d_out, T* d_in, T* work, const TrainingPass<T>& pass,
@@ -733,12 +755,14 @@ void Transformer<T>::forward_into(const Batch& batch, const ForwardOptions<T>& o
   heads_forward(batch, last_var, result, options, tape);
 }
 
-// Task heads on the final hidden states last [N, H], written once on autodiff functions: in training
-// they record themselves on the tape; in inference the tape does not record and they just compute.
-//   pooler        pooled = tanh(W_p h[:, 0] + b_p)                               (BERT, RoBERTa)
-//   classifier    logits = W_o drop(act(W_pre drop(x) + b_pre)) + b_o, x = h[:, 0] | pooled | h[:, last]
-//   NSP           W_nsp pooled + b_nsp
-//   masked LM     LN(act(W_t h + b_t)) · wordᵀ + bias          causal LM   ln_f(h) · wteᵀ
+/// Task heads on the final hidden states last [N, H], written once on autodiff functions: in training
+/// they record themselves on the tape; in inference the tape does not record and they just compute.
+/// @code
+/// pooler        pooled = tanh(W_p h[:, 0] + b_p)                               (BERT, RoBERTa)
+/// classifier    logits = W_o drop(act(W_pre drop(x) + b_pre)) + b_o, x = h[:, 0] | pooled | h[:, last]
+/// NSP           W_nsp pooled + b_nsp
+/// masked LM     LN(act(W_t h + b_t)) · wordᵀ + bias          causal LM   ln_f(h) · wteᵀ
+/// @endcode
 template <class T>
 void Transformer<T>::heads_forward(const Batch& batch, const Var& last, ForwardResult<T>& result,
                                    const ForwardOptions<T>& options, autodiff::Tape<T>& tape) const {

@@ -1,16 +1,19 @@
 #pragma once
-// GPT-2's byte-level BPE tokenizer (Hugging Face GPT2Tokenizer, slow / OpenAI encoder.py):
-//  1. split the text on "<|endoftext|>" (kept as one token, surrounding spaces untouched);
-//  2. pre-tokenize with the pattern
-//       's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
-//     (hand-written matcher over the Python `regex` module's \s, \p{L}, \p{N} sets);
-//  3. map each chunk's UTF-8 bytes through bytes_to_unicode (e.g. space -> "Ġ");
-//  4. merge adjacent symbols by merges.txt rank, lowest rank first, all occurrences left to right.
-// Results of step 4 are cached per chunk (thread-safe). Every token keeps the byte span it covers.
-//
-//   BpeTokenizer gpt2("vocab/gpt2/vocab.json", "vocab/gpt2/merges.txt");
-//   gpt2.tokenize("Hello world!")         // {"Hello", "Ġworld", "!"}
-//   gpt2.token_to_id("<|endoftext|>")      // 50256
+/// @file
+/// GPT-2's byte-level BPE tokenizer (Hugging Face GPT2Tokenizer, slow / OpenAI encoder.py):
+///  1. split the text on "<|endoftext|>" (kept as one token, surrounding spaces untouched);
+///  2. pre-tokenize with the pattern
+///       `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`
+///     (hand-written matcher over the Python `regex` module's `\s`, `\p{L}`, `\p{N}` sets);
+///  3. map each chunk's UTF-8 bytes through bytes_to_unicode (e.g. space -> "Ġ");
+///  4. merge adjacent symbols by merges.txt rank, lowest rank first, all occurrences left to right.
+/// Results of step 4 are cached per chunk (thread-safe). Every token keeps the byte span it covers.
+///
+/// @code
+/// BpeTokenizer gpt2("vocab/gpt2/vocab.json", "vocab/gpt2/merges.txt");
+/// gpt2.tokenize("Hello world!")         // {"Hello", "Ġworld", "!"}
+/// gpt2.token_to_id("<|endoftext|>")      // 50256
+/// @endcode
 
 #include <array>        // std::array
 #include <climits>      // INT_MAX
@@ -38,8 +41,8 @@ namespace darkbert {
 
 namespace detail {
 
-// GPT-2's reversible byte -> printable character map: printable Latin-1 bytes map to themselves, the
-// others to U+0100.. in byte order (so space 0x20 -> U+0120 'Ġ', newline 0x0A -> U+010A 'Ċ').
+/// GPT-2's reversible byte -> printable character map: printable Latin-1 bytes map to themselves, the
+/// others to U+0100.. in byte order (so space 0x20 -> U+0120 'Ġ', newline 0x0A -> U+010A 'Ċ').
 inline std::array<char32_t, 256> bytes_to_unicode() {
   std::array<char32_t, 256> map{};
   char32_t next = 256;
@@ -52,13 +55,19 @@ inline std::array<char32_t, 256> bytes_to_unicode() {
 
 }  // namespace detail
 
+/// GPT-2's byte-level BPE tokenizer, as Hugging Face's GPT2Tokenizer (see the top of this header).
+/// @code
+/// darkbert::BpeTokenizer bpe("gpt2/vocab.json", "gpt2/merges.txt");
+/// std::vector<std::string> tokens = bpe.tokenize("Hello world");   // {"Hello", "Ġworld"}
+/// @endcode
 class BpeTokenizer {
  public:
+  /// GPT-2's one special token (end of text, also unknown and padding).
   static constexpr std::string_view end_of_text = "<|endoftext|>";
 
-  // Loads vocab.json ({"token": id, ...}, ids 0..N-1) and merges.txt ("#version" line, then one
-  // "left right" pair per line, rank = order). Errors name the file (and line for merges.txt; line and
-  // column for JSON syntax errors in vocab.json).
+  /// Loads vocab.json ({"token": id, ...}, ids 0..N-1) and merges.txt ("#version" line, then one
+  /// "left right" pair per line, rank = order). Errors name the file (and line for merges.txt; line and
+  /// column for JSON syntax errors in vocab.json).
   BpeTokenizer(const std::filesystem::path& vocab_json, const std::filesystem::path& merges_txt)
       : cache_(std::make_unique<Cache>()) {
     const auto b2u = detail::bytes_to_unicode();
@@ -81,10 +90,10 @@ class BpeTokenizer {
     eos_id_ = *eos;
   }
 
-  // Appends the tokens of `text` (nothing added); word indices count pre-tokenizer chunks from 0.
-  // add_prefix_space puts a space before the text (HF add_prefix_space / is_split_into_words), so a
-  // word tokenizes as it would in running text ("cat" -> "Ġcat"); the space gets an empty span.
-  // Throws darkbert::error naming the byte offset on invalid UTF-8.
+  /// Appends the tokens of `text` (nothing added); word indices count pre-tokenizer chunks from 0.
+  /// add_prefix_space puts a space before the text (HF add_prefix_space / is_split_into_words), so a
+  /// word tokenizes as it would in running text ("cat" -> "Ġcat"); the space gets an empty span.
+  /// Throws darkbert::error naming the byte offset on invalid UTF-8.
   void tokenize(std::string_view text, std::vector<TokenPiece>& out, bool add_prefix_space = false) const {
     std::vector<unicode::TextChar> chars;
     if (add_prefix_space) chars.push_back({U' ', 0, 0});
@@ -107,14 +116,14 @@ class BpeTokenizer {
     chunk_and_merge(text, std::span(chars).subspan(segment), word, symbols, scratch, out);
   }
 
-  // The token strings of `text`, e.g. {"Hello", "Ġworld", "!"}.
+  /// The token strings of `text`, e.g. {"Hello", "Ġworld", "!"}.
   std::vector<std::string> tokenize(std::string_view text) const {
     std::vector<TokenPiece> pieces;
     tokenize(text, pieces);
     return token_strings(pieces);
   }
 
-  // The pre-tokenizer alone: the chunks of `text` as byte spans (no <|endoftext|> handling).
+  /// The pre-tokenizer alone: the chunks of `text` as byte spans (no <|endoftext|> handling).
   std::vector<Span> pre_tokenize(std::string_view text) const {
     std::vector<unicode::TextChar> chars;
     unicode::decode_utf8(text, chars);
@@ -127,22 +136,27 @@ class BpeTokenizer {
     return out;
   }
 
+  /// Number of tokens in vocab.json.
   std::size_t vocab_size() const { return vocab_size_; }
+  /// The id of a token, or nullopt if it is not in the vocabulary.
   std::optional<int> find(std::string_view token) const {
     const auto it = symbol_ids_.find(token);
     if (it == symbol_ids_.end() || it->second >= static_cast<int>(vocab_size_)) return std::nullopt;
     return it->second;
   }
-  // The id of a token; for unknown tokens the id of <|endoftext|> (GPT-2's unk token in HF).
+  /// The id of a token; for unknown tokens the id of <|endoftext|> (GPT-2's unk token in HF).
   int token_to_id(std::string_view token) const { return find(token).value_or(eos_id_); }
+  /// The token string of an id; throws if the id is outside the vocabulary.
   const std::string& id_to_token(int id) const {
     require(id >= 0 && static_cast<std::size_t>(id) < vocab_size_, vocab_source_, ": token id ", id,
             " is outside the vocabulary (size ", vocab_size_, ")");
     return symbols_[static_cast<std::size_t>(id)];
   }
+  /// The id of <|endoftext|>.
   int eos_id() const { return eos_id_; }
+  /// Number of merge rules (merges.txt lines after the header).
   std::size_t merge_count() const { return merges_.size(); }
-  // Decodes byte-level token strings back to text bytes (the inverse of steps 2-4).
+  /// Decodes byte-level token strings back to text bytes (the inverse of steps 2-4).
   std::string decode(std::span<const int> ids) const {
     std::string out;
     for (int id : ids) {
@@ -170,7 +184,7 @@ class BpeTokenizer {
     return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(a)) << 32) | static_cast<std::uint32_t>(b);
   }
 
-  // The symbol id of a byte-level string, adding it past the vocabulary if it is not a vocab entry.
+  /// The symbol id of a byte-level string, adding it past the vocabulary if it is not a vocab entry.
   int symbol_id(const std::string& s) {
     const auto it = symbol_ids_.find(s);
     if (it != symbol_ids_.end()) return it->second;
@@ -259,7 +273,7 @@ class BpeTokenizer {
     return true;
   }
 
-  // End of the regex match starting at chars[i] (every position matches; no match is empty).
+  /// End of the regex match starting at chars[i] (every position matches; no match is empty).
   static std::size_t match_chunk(std::span<const unicode::TextChar> cs, std::size_t i) {
     const std::size_t n = cs.size();
     const char32_t c = cs[i].cp;
@@ -299,7 +313,7 @@ class BpeTokenizer {
     return e - i >= 2 ? e - 1 : e;
   }
 
-  // BPE of one chunk's bytes into symbol ids (cached).
+  /// BPE of one chunk's bytes into symbol ids (cached).
   void merge_bytes(std::string_view bytes, std::vector<int>& syms) const {
     {
       std::lock_guard<std::mutex> lock(cache_->mutex);
@@ -341,7 +355,7 @@ class BpeTokenizer {
     cache_->map.emplace(std::string(bytes), syms);
   }
 
-  // Pre-tokenizes one segment (no <|endoftext|> inside) and appends the BPE tokens of every chunk.
+  /// Pre-tokenizes one segment (no <|endoftext|> inside) and appends the BPE tokens of every chunk.
   void chunk_and_merge(std::string_view text, std::span<const unicode::TextChar> cs, int& word,
                        std::vector<int>& syms, std::string& scratch, std::vector<TokenPiece>& out) const {
     for (std::size_t i = 0; i < cs.size();) {
@@ -375,8 +389,8 @@ class BpeTokenizer {
 
   std::string vocab_source_;
   std::size_t vocab_size_ = 0;
-  std::vector<std::string> symbols_;  // [vocab_size_ vocab entries, then merge symbols not in the vocab]
-  std::vector<std::size_t> symbol_bytes_;  // input bytes each symbol stands for
+  std::vector<std::string> symbols_;  ///< [vocab_size_ vocab entries, then merge symbols not in the vocab]
+  std::vector<std::size_t> symbol_bytes_;  ///< input bytes each symbol stands for
   detail::StringMap<int> symbol_ids_;
   std::unordered_map<char32_t, unsigned char> unicode_to_byte_;
   std::array<int, 256> byte_symbol_{};

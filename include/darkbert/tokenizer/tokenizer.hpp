@@ -1,38 +1,41 @@
 #pragma once
-// The tokenizer facade: loads a tokenizer folder (WordPiece vocab.txt or GPT-2 BPE vocab.json +
-// merges.txt) and turns texts, text pairs or pre-split words into model-ready Encodings with the
-// alignment back to the input (word_ids, byte offsets).
-//
-//   auto tok = Tokenizer::from_directory("data/vocab/bert-base-uncased");
-//   tok.tokenize("Unaffable!")                          // {"una", "##ffa", "##ble", "!"}
-//   Encoding e = tok.encode_pair("The cat sat.", "It was tired.",
-//                                {.max_length = 16, .padding = Padding::max_length});
-//   // e.tokens: [CLS] the cat sat . [SEP] it was tired . [SEP] [PAD] [PAD] [PAD] [PAD] [PAD]
-//   // e.word_ids[2] == 1 ("cat" is word 1 of text a), e.offsets[2] == Span{4, 7}
-//   auto batch = tok.encode_batch(texts, {.padding = Padding::longest});
-//
-// Special tokens and padding:
-//  - BERT: [CLS] a [SEP] (b [SEP]); token_type_ids 0 for [CLS] a [SEP] and padding, 1 for b [SEP];
-//    padding uses [PAD].
-//  - GPT-2 adds no special tokens (as HF GPT2Tokenizer); a pair is a followed by b (token types 0 / 1).
-//    GPT-2 has no padding token: padding uses <|endoftext|> (id 50256) with attention_mask 0,
-//    sequence_ids / word_ids -1 — mask it out, never attend to it.
-// Truncation (only when max_length > 0; max_length counts the special tokens):
-//  - longest_first: remove one token at a time from the end of the currently longer sequence (b on ties);
-//    a single sequence is cut at its end;
-//  - only_first / only_second: cut that sequence at its end;
-//  - none: a sequence longer than max_length is an error (no silent overflow). With max_length 0 nothing
-//    is ever truncated or checked.
-// Where HF only logs an error and returns the untruncated sequence (only_first/only_second/single
-// sequence that would have to lose all its tokens, max_length below the special-token count), darkbert
-// throws darkbert::error.
-// "Words" (word_ids): for raw text, the pre-tokenizer's units (BERT: the whitespace/punctuation-split
-// basic tokens, a special-token string in the text counts as one; GPT-2: the regex chunks,
-// <|endoftext|> counts as one), numbered from 0 per sequence, like HF fast tokenizers. For encode_words,
-// the index of the input word (HF is_split_into_words); offsets are then byte spans within that word, and
-// GPT-2 words get a leading space first (HF requires add_prefix_space=True there), so "cat" -> "Ġcat".
-// A Tokenizer is cheap to copy (shared, immutable models) and its const methods may be called from several
-// threads at once (the BPE cache is locked).
+/// @file
+/// The tokenizer facade: loads a tokenizer folder (WordPiece vocab.txt or GPT-2 BPE vocab.json +
+/// merges.txt) and turns texts, text pairs or pre-split words into model-ready Encodings with the
+/// alignment back to the input (word_ids, byte offsets).
+///
+/// @code
+/// auto tok = Tokenizer::from_directory("data/vocab/bert-base-uncased");
+/// tok.tokenize("Unaffable!")                          // {"una", "##ffa", "##ble", "!"}
+/// Encoding e = tok.encode_pair("The cat sat.", "It was tired.",
+///                              {.max_length = 16, .padding = Padding::max_length});
+/// // e.tokens: [CLS] the cat sat . [SEP] it was tired . [SEP] [PAD] [PAD] [PAD] [PAD] [PAD]
+/// // e.word_ids[2] == 1 ("cat" is word 1 of text a), e.offsets[2] == Span{4, 7}
+/// auto batch = tok.encode_batch(texts, {.padding = Padding::longest});
+/// @endcode
+///
+/// Special tokens and padding:
+///  - BERT: [CLS] a [SEP] (b [SEP]); token_type_ids 0 for [CLS] a [SEP] and padding, 1 for b [SEP];
+///    padding uses [PAD].
+///  - GPT-2 adds no special tokens (as HF GPT2Tokenizer); a pair is a followed by b (token types 0 / 1).
+///    GPT-2 has no padding token: padding uses <|endoftext|> (id 50256) with attention_mask 0,
+///    sequence_ids / word_ids -1 — mask it out, never attend to it.
+/// Truncation (only when max_length > 0; max_length counts the special tokens):
+///  - longest_first: remove one token at a time from the end of the currently longer sequence (b on ties);
+///    a single sequence is cut at its end;
+///  - only_first / only_second: cut that sequence at its end;
+///  - none: a sequence longer than max_length is an error (no silent overflow). With max_length 0 nothing
+///    is ever truncated or checked.
+/// Where HF only logs an error and returns the untruncated sequence (only_first/only_second/single
+/// sequence that would have to lose all its tokens, max_length below the special-token count), darkbert
+/// throws darkbert::error.
+/// "Words" (word_ids): for raw text, the pre-tokenizer's units (BERT: the whitespace/punctuation-split
+/// basic tokens, a special-token string in the text counts as one; GPT-2: the regex chunks,
+/// <|endoftext|> counts as one), numbered from 0 per sequence, like HF fast tokenizers. For encode_words,
+/// the index of the input word (HF is_split_into_words); offsets are then byte spans within that word, and
+/// GPT-2 words get a leading space first (HF requires add_prefix_space=True there), so "cat" -> "Ġcat".
+/// A Tokenizer is cheap to copy (shared, immutable models) and its const methods may be called from several
+/// threads at once (the BPE cache is locked).
 
 #include <algorithm>    // std::max
 #include <cstddef>      // std::size_t
@@ -56,33 +59,44 @@
 
 namespace darkbert {
 
-// How to build the tokenizer found in a folder. The WordPiece settings left unset come from the folder's
-// tokenizer_config.json when it has them (do_lower_case, strip_accents, tokenize_chinese_chars), else from
-// HF's defaults (uncased, accents stripped when lower-casing, HF flavour). Setting any of them for a
-// BPE folder is an error.
+/// How to build the tokenizer found in a folder. The WordPiece settings left unset come from the folder's
+/// tokenizer_config.json when it has them (do_lower_case, strip_accents, tokenize_chinese_chars), else from
+/// HF's defaults (uncased, accents stripped when lower-casing, HF flavour). Setting any of them for a
+/// BPE folder is an error.
 struct TokenizerOptions {
-  std::optional<bool> lowercase;
-  std::optional<bool> strip_accents;
-  std::optional<BertFlavour> flavour;
-  std::size_t max_chars_per_word = 0;  // 0: flavour default (hf 100, google 200)
+  std::optional<bool> lowercase;  ///<  do_lower_case (WordPiece only)
+  std::optional<bool> strip_accents;  ///<  strip accents (WordPiece only)
+  std::optional<BertFlavour> flavour;  ///<  Hugging Face or Google rules (WordPiece only)
+  std::size_t max_chars_per_word = 0;  ///< 0: flavour default (hf 100, google 200)
 };
 
+/// Which tokenizer a Tokenizer holds.
 enum class TokenizerKind { wordpiece, bpe };
 
-// Special-token ids present in the vocabulary.
+/// Special-token ids present in the vocabulary.
 struct SpecialTokens {
-  std::optional<int> cls, sep, pad, mask, unk;  // BERT
-  std::optional<int> eos;                       // GPT-2 <|endoftext|> (also its unk and padding token)
+  /// @{
+  /// [CLS], [SEP], [PAD], [MASK] and [UNK] (BERT vocabularies)
+  std::optional<int> cls, sep, pad, mask, unk;
+  /// @}
+  std::optional<int> eos;                       ///< GPT-2 <|endoftext|> (also its unk and padding token)
 };
 
+/// The tokenizer of a checkpoint folder, WordPiece or byte-level BPE, behind one interface.
+/// @code
+/// auto tokenizer = darkbert::Tokenizer::from_directory("bert-base-uncased/");
+/// auto batch = darkbert::Batch::from_encodings(tokenizer.encode_batch(texts, {.padding = darkbert::Padding::longest}));
+/// @endcode
 class Tokenizer {
  public:
+  /// Wraps a WordPiece tokenizer.
   explicit Tokenizer(WordPieceTokenizer wordpiece)
       : wordpiece_(std::make_shared<const WordPieceTokenizer>(std::move(wordpiece))) {}
+  /// Wraps a byte-level BPE tokenizer.
   explicit Tokenizer(BpeTokenizer bpe) : bpe_(std::make_shared<const BpeTokenizer>(std::move(bpe))) {}
 
-  // Picks WordPiece (dir/vocab.txt) or byte-level BPE (dir/vocab.json + dir/merges.txt). Errors name the
-  // missing or malformed file (and line).
+  /// Picks WordPiece (dir/vocab.txt) or byte-level BPE (dir/vocab.json + dir/merges.txt). Errors name the
+  /// missing or malformed file (and line).
   static Tokenizer from_directory(const std::filesystem::path& dir, const TokenizerOptions& options = {}) {
     namespace fs = std::filesystem;
     std::error_code ec;
@@ -107,11 +121,14 @@ class Tokenizer {
          "(byte-level BPE)");
   }
 
+  /// Which tokenizer this is.
   TokenizerKind kind() const { return wordpiece_ ? TokenizerKind::wordpiece : TokenizerKind::bpe; }
+  /// The WordPiece tokenizer, or null for BPE.
   const WordPieceTokenizer* wordpiece() const { return wordpiece_.get(); }
+  /// The BPE tokenizer, or null for WordPiece.
   const BpeTokenizer* bpe() const { return bpe_.get(); }
 
-  // The token strings of a text, no special tokens (e.g. {"hello", ",", "world"} / {"Hello", ",", "Ġworld"}).
+  /// The token strings of a text, no special tokens (e.g. {"hello", ",", "world"} / {"Hello", ",", "Ġworld"}).
   std::vector<std::string> tokenize(std::string_view text) const {
     std::vector<TokenPiece> pieces;
     append_pieces(text, pieces, false);
@@ -121,7 +138,7 @@ class Tokenizer {
     return out;
   }
 
-  // The ids of tokenize(text).
+  /// The ids of tokenize(text).
   std::vector<int> token_ids(std::string_view text) const {
     std::vector<TokenPiece> pieces;
     append_pieces(text, pieces, false);
@@ -131,12 +148,14 @@ class Tokenizer {
     return out;
   }
 
+  /// One text: `[CLS] text [SEP]` for BERT, the bare tokens for GPT-2.
   Encoding encode(std::string_view text, const EncodeOptions& options = {}) const {
     std::vector<TokenPiece> a;
     append_pieces(text, a, false);
     return assemble(std::move(a), nullptr, options);
   }
 
+  /// A pair: `[CLS] a [SEP] b [SEP]` with token types 0 and 1 (BERT); a and b concatenated (GPT-2).
   Encoding encode_pair(std::string_view text_a, std::string_view text_b, const EncodeOptions& options = {}) const {
     std::vector<TokenPiece> a, b;
     append_pieces(text_a, a, false);
@@ -144,18 +163,19 @@ class Tokenizer {
     return assemble(std::move(a), &b, options);
   }
 
-  // Pre-split input (HF is_split_into_words): word_ids index `words`, offsets are spans within each word.
+  /// Pre-split input (HF is_split_into_words): word_ids index `words`, offsets are spans within each word.
   Encoding encode_words(std::span<const std::string> words, const EncodeOptions& options = {}) const {
     return assemble(word_pieces(words), nullptr, options);
   }
 
+  /// A pair of pre-split inputs (see encode_words).
   Encoding encode_words_pair(std::span<const std::string> words_a, std::span<const std::string> words_b,
                              const EncodeOptions& options = {}) const {
     std::vector<TokenPiece> b = word_pieces(words_b);
     return assemble(word_pieces(words_a), &b, options);
   }
 
-  // One Encoding per text; Padding::longest pads all to the longest, Padding::max_length to max_length.
+  /// One Encoding per text; Padding::longest pads all to the longest, Padding::max_length to max_length.
   std::vector<Encoding> encode_batch(std::span<const std::string> texts, const EncodeOptions& options = {}) const {
     std::vector<Encoding> out;
     out.reserve(texts.size());
@@ -164,6 +184,7 @@ class Tokenizer {
     return out;
   }
 
+  /// One Encoding per pair, padded as options say.
   std::vector<Encoding> encode_pair_batch(std::span<const std::pair<std::string, std::string>> pairs,
                                           const EncodeOptions& options = {}) const {
     std::vector<Encoding> out;
@@ -173,18 +194,22 @@ class Tokenizer {
     return out;
   }
 
+  /// Number of tokens in the vocabulary.
   std::size_t vocab_size() const { return wordpiece_ ? wordpiece_->vocab_size() : bpe_->vocab_size(); }
+  /// The id of a token, or nullopt if it is not in the vocabulary.
   std::optional<int> find(std::string_view token) const {
     return wordpiece_ ? wordpiece_->find(token) : bpe_->find(token);
   }
-  // Unknown tokens map to the unk id ([UNK]; <|endoftext|> for GPT-2, as in HF).
+  /// Unknown tokens map to the unk id ([UNK]; <|endoftext|> for GPT-2, as in HF).
   int token_to_id(std::string_view token) const {
     return wordpiece_ ? wordpiece_->token_to_id(token) : bpe_->token_to_id(token);
   }
+  /// The token string of an id; throws if the id is outside the vocabulary.
   const std::string& id_to_token(int id) const {
     return wordpiece_ ? wordpiece_->id_to_token(id) : bpe_->id_to_token(id);
   }
 
+  /// The special-token ids this vocabulary has.
   SpecialTokens special_tokens() const {
     SpecialTokens s;
     if (wordpiece_) {
@@ -200,7 +225,7 @@ class Tokenizer {
     return s;
   }
 
-  // The id padding uses: [PAD] for BERT, <|endoftext|> for GPT-2 (always with attention_mask 0).
+  /// The id padding uses: [PAD] for BERT, <|endoftext|> for GPT-2 (always with attention_mask 0).
   int pad_id() const {
     if (bpe_) return bpe_->eos_id();
     return required(wordpiece_->pad_id(), "[PAD]", "pad");
@@ -260,7 +285,7 @@ class Tokenizer {
     return *id;
   }
 
-  // Removes `remove` tokens from the end of one sequence; it must keep at least one token (HF rule).
+  /// Removes `remove` tokens from the end of one sequence; it must keep at least one token (HF rule).
   static void cut(std::vector<TokenPiece>& seq, std::size_t remove, const char* which, std::size_t max_length) {
     if (seq.size() <= remove)
       fail("cannot truncate to max_length ", max_length, ": ", remove, " tokens must go but ", which, " has only ",

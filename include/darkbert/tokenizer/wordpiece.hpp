@@ -1,19 +1,22 @@
 #pragma once
-// BERT's WordPiece tokenizer, in the two reference flavours:
-//  - BertFlavour::hf     Hugging Face BertTokenizer (slow, transformers 4.3x): the special-token strings
-//                        [UNK] [SEP] [PAD] [CLS] [MASK] in the text stay single tokens, lower-casing one
-//                        character at a time, every C* character dropped, NFC, 100 characters per word;
-//  - BertFlavour::google google-research/bert tokenization.py FullTokenizer: no special-token splitting,
-//                        whole-word str.lower() (word-final Σ -> ς), only Cc/Cf dropped, no NFC,
-//                        200 characters per word.
-// Both: drop U+0000/U+FFFD/control characters, whitespace -> space, spaces around CJK ideographs, split on
-// whitespace, lower-case + strip accents (NFD, drop Mn) when uncased, split on punctuation, then greedy
-// longest-match-first WordPiece ("##" continuation); an over-long or unmatchable word becomes one [UNK].
-// Every piece keeps the byte span of the original text it came from (through lower-casing, NFC, NFD).
-//
-//   WordPieceTokenizer wp("vocab/bert-base-uncased/vocab.txt");           // uncased, HF flavour
-//   wp.tokenize("Unaffable café!")   // {"una", "##ffa", "##ble", "cafe", "!"}
-//   std::vector<TokenPiece> pieces;  wp.tokenize("café", pieces);       // span {0, 5}: all of "café"
+/// @file
+/// BERT's WordPiece tokenizer, in the two reference flavours:
+///  - BertFlavour::hf     Hugging Face BertTokenizer (slow, transformers 4.3x): the special-token strings
+///                        [UNK] [SEP] [PAD] [CLS] [MASK] in the text stay single tokens, lower-casing one
+///                        character at a time, every C* character dropped, NFC, 100 characters per word;
+///  - BertFlavour::google google-research/bert tokenization.py FullTokenizer: no special-token splitting,
+///                        whole-word str.lower() (word-final Σ -> ς), only Cc/Cf dropped, no NFC,
+///                        200 characters per word.
+/// Both: drop U+0000/U+FFFD/control characters, whitespace -> space, spaces around CJK ideographs, split on
+/// whitespace, lower-case + strip accents (NFD, drop Mn) when uncased, split on punctuation, then greedy
+/// longest-match-first WordPiece ("##" continuation); an over-long or unmatchable word becomes one [UNK].
+/// Every piece keeps the byte span of the original text it came from (through lower-casing, NFC, NFD).
+///
+/// @code
+/// WordPieceTokenizer wp("vocab/bert-base-uncased/vocab.txt");           // uncased, HF flavour
+/// wp.tokenize("Unaffable café!")   // {"una", "##ffa", "##ble", "cafe", "!"}
+/// std::vector<TokenPiece> pieces;  wp.tokenize("café", pieces);       // span {0, 5}: all of "café"
+/// @endcode
 
 #include <algorithm>    // std::min, std::max
 #include <array>        // std::array
@@ -33,19 +36,21 @@
 
 namespace darkbert {
 
+/// Whose BERT tokenizer to match: Hugging Face's slow BertTokenizer or Google's tokenization.py.
 enum class BertFlavour { hf, google };
 
+/// Settings of a WordPiece tokenizer (HF names in the comments).
 struct WordPieceOptions {
-  bool lowercase = true;               // do_lower_case
-  std::optional<bool> strip_accents;   // unset: strip exactly when lower-casing (HF default; Google's rule)
-  BertFlavour flavour = BertFlavour::hf;
-  std::size_t max_chars_per_word = 0;  // 0: flavour default (hf 100, google 200); longer words -> [UNK]
-  bool tokenize_chinese_chars = true;  // put spaces around CJK ideographs
+  bool lowercase = true;               ///< do_lower_case
+  std::optional<bool> strip_accents;   ///< unset: strip exactly when lower-casing (HF default; Google's rule)
+  BertFlavour flavour = BertFlavour::hf;  ///<  whose rules to follow
+  std::size_t max_chars_per_word = 0;  ///< 0: flavour default (hf 100, google 200); longer words -> [UNK]
+  bool tokenize_chinese_chars = true;  ///< put spaces around CJK ideographs
 };
 
 namespace detail {
 
-// The special tokens HF keeps whole, in the order it tries them.
+/// The special tokens HF keeps whole, in the order it tries them.
 inline constexpr std::array<std::string_view, 5> bert_special_tokens = {"[UNK]", "[SEP]", "[PAD]", "[CLS]",
                                                                         "[MASK]"};
 
@@ -67,14 +72,14 @@ inline bool bert_is_punctuation(char32_t cp) {
   return cp >= 0x80 && unicode::is_punctuation(cp);
 }
 
-// The "CJK Unified Ideographs" blocks BERT treats as one word per character.
+/// The "CJK Unified Ideographs" blocks BERT treats as one word per character.
 inline bool bert_is_cjk(char32_t cp) {
   return (cp >= 0x4E00 && cp <= 0x9FFF) || (cp >= 0x3400 && cp <= 0x4DBF) || (cp >= 0x20000 && cp <= 0x2A6DF) ||
          (cp >= 0x2A700 && cp <= 0x2B73F) || (cp >= 0x2B740 && cp <= 0x2B81F) ||
          (cp >= 0x2B820 && cp <= 0x2CEAF) || (cp >= 0xF900 && cp <= 0xFAFF) || (cp >= 0x2F800 && cp <= 0x2FA1F);
 }
 
-// Smallest span covering all characters that came from the input (inserted characters have empty spans).
+/// Smallest span covering all characters that came from the input (inserted characters have empty spans).
 inline Span covering_span(std::span<const unicode::TextChar> chars) {
   Span s{0, 0};
   bool any = false;
@@ -93,10 +98,15 @@ inline Span covering_span(std::span<const unicode::TextChar> chars) {
 
 }  // namespace detail
 
+/// BERT's WordPiece tokenizer: basic tokenization then greedy longest-match-first pieces.
+/// @code
+/// darkbert::WordPieceTokenizer wp("bert-base-uncased/vocab.txt");
+/// std::vector<std::string> tokens = wp.tokenize("Unaffable!");   // {"una", "##ffa", "##ble", "!"}
+/// @endcode
 class WordPieceTokenizer {
  public:
-  // Loads vocab.txt: one token per line, id = 0-based line number (a trailing "\r" is ignored).
-  // Errors name the file and line: missing file, empty line, duplicate token, invalid UTF-8, no [UNK].
+  /// Loads vocab.txt: one token per line, id = 0-based line number (a trailing "\r" is ignored).
+  /// Errors name the file and line: missing file, empty line, duplicate token, invalid UTF-8, no [UNK].
   explicit WordPieceTokenizer(const std::filesystem::path& vocab_txt, WordPieceOptions options = {})
       : options_(options) {
     const std::string data = detail::read_text_file(vocab_txt, "vocab file");
@@ -113,14 +123,14 @@ class WordPieceTokenizer {
     init(std::move(tokens), vocab_txt.string());
   }
 
-  // From an in-memory vocabulary (token i has id i); `source` names it in errors.
+  /// From an in-memory vocabulary (token i has id i); `source` names it in errors.
   WordPieceTokenizer(std::vector<std::string> vocab, WordPieceOptions options, std::string source = "vocab")
       : options_(options) {
     init(std::move(vocab), source);
   }
 
-  // Appends the pieces of `text` (no special tokens added); word indices count basic tokens from 0.
-  // Throws darkbert::error naming the byte offset on invalid UTF-8.
+  /// Appends the pieces of `text` (no special tokens added); word indices count basic tokens from 0.
+  /// Throws darkbert::error naming the byte offset on invalid UTF-8.
   void tokenize(std::string_view text, std::vector<TokenPiece>& out) const {
     std::vector<unicode::TextChar> chars;
     unicode::decode_utf8(text, chars);
@@ -146,34 +156,44 @@ class WordPieceTokenizer {
     basic_tokenize(std::span(chars).subspan(segment), ws, word, out);
   }
 
-  // The token strings of `text`, e.g. {"hello", ",", "world", "!"}.
+  /// The token strings of `text`, e.g. {"hello", ",", "world", "!"}.
   std::vector<std::string> tokenize(std::string_view text) const {
     std::vector<TokenPiece> pieces;
     tokenize(text, pieces);
     return token_strings(pieces);
   }
 
+  /// Number of tokens in the vocabulary.
   std::size_t vocab_size() const { return id_to_token_.size(); }
-  // The id of a token, or nullopt if it is not in the vocabulary.
+  /// The id of a token, or nullopt if it is not in the vocabulary.
   std::optional<int> find(std::string_view token) const {
     const auto it = token_to_id_.find(token);
     if (it == token_to_id_.end()) return std::nullopt;
     return it->second;
   }
-  // The id of a token; [UNK]'s id for unknown tokens (as HF convert_tokens_to_ids).
+  /// The id of a token; [UNK]'s id for unknown tokens (as HF convert_tokens_to_ids).
   int token_to_id(std::string_view token) const { return find(token).value_or(unk_id_); }
+  /// The token string of an id; throws naming the vocabulary if it is outside it.
   const std::string& id_to_token(int id) const {
     require(id >= 0 && static_cast<std::size_t>(id) < id_to_token_.size(), source_, ": token id ", id,
             " is outside the vocabulary (size ", id_to_token_.size(), ")");
     return id_to_token_[static_cast<std::size_t>(id)];
   }
+  /// The id of [UNK].
   int unk_id() const { return unk_id_; }
+  /// The id of [CLS], if present.
   std::optional<int> cls_id() const { return find("[CLS]"); }
+  /// The id of [SEP], if present.
   std::optional<int> sep_id() const { return find("[SEP]"); }
+  /// The id of [PAD], if present.
   std::optional<int> pad_id() const { return find("[PAD]"); }
+  /// The id of [MASK], if present.
   std::optional<int> mask_id() const { return find("[MASK]"); }
+  /// The settings it was built with.
   const WordPieceOptions& options() const { return options_; }
+  /// Where the vocabulary came from (for error messages).
   const std::string& source() const { return source_; }
+  /// Longest word split into pieces; longer words become [UNK].
   std::size_t max_chars_per_word() const { return max_chars_; }
 
  private:
@@ -210,7 +230,7 @@ class WordPieceTokenizer {
     strip_accents_ = options_.strip_accents.value_or(options_.lowercase);
   }
 
-  // Index of the special token starting at chars[i], or -1.
+  /// Index of the special token starting at chars[i], or -1.
   static int match_special(const std::vector<unicode::TextChar>& chars, std::size_t i) {
     for (std::size_t s = 0; s < detail::bert_special_tokens.size(); ++s) {
       const std::string_view sp = detail::bert_special_tokens[s];
@@ -228,7 +248,7 @@ class WordPieceTokenizer {
     out.push_back({token_to_id(token), token, span, word});
   }
 
-  // BasicTokenizer (+ WordPiece) on one segment free of special-token strings.
+  /// BasicTokenizer (+ WordPiece) on one segment free of special-token strings.
   void basic_tokenize(std::span<const unicode::TextChar> segment, Workspace& ws, int& word,
                       std::vector<TokenPiece>& out) const {
     const bool hf = options_.flavour == BertFlavour::hf;
@@ -312,7 +332,7 @@ class WordPieceTokenizer {
     return -1;
   }
 
-  // Greedy longest-match-first WordPiece of one basic token.
+  /// Greedy longest-match-first WordPiece of one basic token.
   void wordpiece(std::span<const unicode::TextChar> w, Workspace& ws, int word, std::vector<TokenPiece>& out) const {
     const std::string_view unk = id_to_token_[static_cast<std::size_t>(unk_id_)];
     if (w.size() > max_chars_) {

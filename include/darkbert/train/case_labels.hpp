@@ -1,9 +1,12 @@
 #pragma once
-// The training fields of a golden cases file (../shared/golden/README.md): a case's labels as
-// TaskLabels, and the files holding its expected loss and gradients.
-//
-//   for (const auto& c : cases.cases)
-//     if (auto grads = darkbert::case_file_field(cases, c, "grads_file")) { ... *grads ... }
+/// @file
+/// The training fields of a golden cases file (../shared/golden/README.md): a case's labels as
+/// TaskLabels, and the files holding its expected loss and gradients.
+///
+/// @code
+/// for (const auto& c : cases.cases)
+///   if (auto grads = darkbert::case_file_field(cases, c, "grads_file")) { ... *grads ... }
+/// @endcode
 
 #include <algorithm>   // std::max
 #include <cmath>       // std::abs
@@ -21,15 +24,15 @@
 
 namespace darkbert {
 
-// A path field of a case ("loss_file", "grads_file"), resolved against the golden root; nullopt if absent.
+/// A path field of a case ("loss_file", "grads_file"), resolved against the golden root; nullopt if absent.
 inline std::optional<std::filesystem::path> case_file_field(const CaseFile& file, const Case& c, const char* field) {
   if (!c.raw.contains(field)) return std::nullopt;
   if (!c.raw[field].is_string()) fail(file.path.string(), ": case ", c.name, ": \"", field, "\" is not a path");
   return file.path.parent_path().parent_path() / c.raw[field].get<std::string>();
 }
 
-// labels: [B] integers (classes; also read as values), [B] numbers (regression values) or [B][L]
-// integers (token targets, -100 = ignored); next_sentence_label: [B].
+/// labels: [B] integers (classes; also read as values), [B] numbers (regression values) or [B][L]
+/// integers (token targets, -100 = ignored); next_sentence_label: [B].
 inline TaskLabels case_labels(const CaseFile& file, const Case& c) {
   TaskLabels labels;
   const std::string where = file.path.string() + ": case " + c.name;
@@ -58,9 +61,9 @@ inline TaskLabels case_labels(const CaseFile& file, const Case& c) {
   return labels;
 }
 
-// max |got - expected| / (1 + |expected|) of every tensor of an expected gradient file against computed
-// gradients (checkpoint_tensors of a gradient set, F32 or F64): +infinity for a tensor missing from
-// `got`, and for a gradient `got` has that the file lacks (under the name "").
+/// max |got - expected| / (1 + |expected|) of every tensor of an expected gradient file against computed
+/// gradients (checkpoint_tensors of a gradient set, F32 or F64): +infinity for a tensor missing from
+/// `got`, and for a gradient `got` has that the file lacks (under the name "").
 template <class T>
 std::map<std::string, double> gradient_errors(const std::map<std::string, TensorBytes>& got, const SafetensorsFile& expected) {
   std::map<std::string, double> errors;

@@ -1,16 +1,19 @@
 #pragma once
-// AdamW (Loshchilov & Hutter) with decoupled weight decay, BERT's learning-rate schedule (linear warm-up,
-// then linear decay to zero), global-norm gradient clipping, and gradient accumulation.
-//
-//   darkbert::AdamW<float> optimizer(model, {.weight_decay = 0.01});
-//   darkbert::LinearSchedule schedule{.peak = 2e-5, .warmup_steps = 100, .total_steps = 1000};
-//   ... forward + backward into grads (accumulated over micro-batches) ...
-//   const double norm = optimizer.step(grads, schedule(step), {.max_grad_norm = 1.0, .micro_batches = 4});
-//   optimizer.zero_grad(grads);
-//
-// Weight decay applies to matrices only, never to biases or LayerNorm parameters (every 1-d parameter),
-// as in BERT's and Hugging Face's recipes. Every update is element-wise and the norm is summed in a
-// fixed order, so a training run is bit-identical from run to run.
+/// @file
+/// AdamW (Loshchilov & Hutter) with decoupled weight decay, BERT's learning-rate schedule (linear warm-up,
+/// then linear decay to zero), global-norm gradient clipping, and gradient accumulation.
+///
+/// @code
+/// darkbert::AdamW<float> optimizer(model, {.weight_decay = 0.01});
+/// darkbert::LinearSchedule schedule{.peak = 2e-5, .warmup_steps = 100, .total_steps = 1000};
+/// ... forward + backward into grads (accumulated over micro-batches) ...
+/// const double norm = optimizer.step(grads, schedule(step), {.max_grad_norm = 1.0, .micro_batches = 4});
+/// optimizer.zero_grad(grads);
+/// @endcode
+///
+/// Weight decay applies to matrices only, never to biases or LayerNorm parameters (every 1-d parameter),
+/// as in BERT's and Hugging Face's recipes. Every update is element-wise and the norm is summed in a
+/// fixed order, so a training run is bit-identical from run to run.
 
 #include <omp.h>  // omp_in_parallel
 
@@ -25,29 +28,31 @@
 
 namespace darkbert {
 
+/// AdamW hyper-parameters (Hugging Face's defaults for BERT).
 struct AdamWOptions {
-  double beta1 = 0.9;
-  double beta2 = 0.999;
-  double epsilon = 1e-6;  // BERT's AdamW
-  double weight_decay = 0.01;
-  // false: only the task heads are updated (the frozen-encoder baseline); the encoder's parameters get
-  // neither steps nor weight decay and its gradients are left out of the clipping norm.
+  double beta1 = 0.9;  ///<  decay of the first moment
+  double beta2 = 0.999;  ///<  decay of the second moment
+  double epsilon = 1e-6;  ///< BERT's AdamW
+  double weight_decay = 0.01;  ///<  decoupled decay of matrices (never biases or LayerNorm)
+  /// false: only the task heads are updated (the frozen-encoder baseline); the encoder's parameters get
+  /// neither steps nor weight decay and its gradients are left out of the clipping norm.
   bool train_encoder = true;
 };
 
+/// Options of one optimizer step.
 struct StepOptions {
-  double max_grad_norm = 1.0;  // clip the global gradient norm to this (<= 0: no clipping)
-  int micro_batches = 1;       // gradients summed over this many micro-batches are averaged
+  double max_grad_norm = 1.0;  ///< clip the global gradient norm to this (<= 0: no clipping)
+  int micro_batches = 1;       ///< gradients summed over this many micro-batches are averaged
 };
 
-// Linear warm-up to `peak` over warmup_steps, then linear decay to 0 at total_steps.
+/// Linear warm-up to `peak` over warmup_steps, then linear decay to 0 at total_steps.
 struct LinearSchedule {
-  double peak = 2e-5;
-  std::int64_t warmup_steps = 0;
-  std::int64_t total_steps = 1;
+  double peak = 2e-5;  ///<  the learning rate after warm-up
+  std::int64_t warmup_steps = 0;  ///<  steps of linear warm-up
+  std::int64_t total_steps = 1;  ///<  the step at which the rate reaches 0
 
-  // As Hugging Face's get_linear_schedule_with_warmup: the update at step s (from 0) uses
-  // peak · s / warmup during warm-up, then peak · (total - s) / (total - warmup).
+  /// As Hugging Face's get_linear_schedule_with_warmup: the update at step s (from 0) uses
+  /// peak · s / warmup during warm-up, then peak · (total - s) / (total - warmup).
   double operator()(std::int64_t step) const {
     if (step < warmup_steps) return peak * static_cast<double>(step) / static_cast<double>(warmup_steps);
     const auto left = total_steps - warmup_steps;
@@ -55,9 +60,16 @@ struct LinearSchedule {
   }
 };
 
+/// AdamW with decoupled weight decay, global-norm clipping and micro-batch accumulation.
+/// @code
+/// darkbert::AdamW<float> optimizer(model, {.weight_decay = 0.01});
+/// optimizer.step(grads, schedule(step), {.max_grad_norm = 1.0});
+/// optimizer.zero_grad(grads);
+/// @endcode
 template <class T>
 class AdamW {
  public:
+  /// An optimizer of `model`'s parameters (kept by reference; zero moments).
   AdamW(Transformer<T>& model, AdamWOptions options = {}) : model_(model), options_(options) {
     // The parameters never move, so their slots are walked once; so are a gradient set's (grad_slots).
     const auto all = parameter_slots(model.params(), model.config());
@@ -74,14 +86,14 @@ class AdamW {
     v_.assign(static_cast<std::size_t>(offset_), T(0));
   }
 
-  // Sets every gradient of `grads` to zero (after a step, before the next micro-batches).
+  /// Sets every gradient of `grads` to zero (after a step, before the next micro-batches).
   void zero_grad(TransformerParams<T>& grads) {
     const auto& g = grad_slots(grads);
     for (std::size_t k = 0; k < slots_.size(); ++k) std::fill(g[k], g[k] + slots_[k].size, T(0));
   }
 
-  // One update with learning rate lr from gradients summed over `micro_batches` micro-batches; clips
-  // their global norm first. Returns the norm before clipping.
+  /// One update with learning rate lr from gradients summed over `micro_batches` micro-batches; clips
+  /// their global norm first. Returns the norm before clipping.
   double step(TransformerParams<T>& grads, double lr, StepOptions step_options = {}) {
     const auto& gs = grad_slots(grads);
     const double average = 1.0 / std::max(1, step_options.micro_batches);
@@ -120,10 +132,13 @@ class AdamW {
     return norm;
   }
 
+  /// Steps taken.
   std::int64_t steps() const { return steps_; }
-  // The moment estimates, for checkpointing and resuming (same order as parameter_slots).
+  /// The moment estimates, for checkpointing and resuming (same order as parameter_slots).
   std::vector<T>& first_moments() { return m_; }
+  /// The second-moment estimates (same order as first_moments).
   std::vector<T>& second_moments() { return v_; }
+  /// Sets the step count (when resuming).
   void set_steps(std::int64_t steps) { steps_ = steps; }
 
  private:
@@ -131,9 +146,9 @@ class AdamW {
     Index offset, size;
     bool decayed;
     T* param;
-    std::size_t index;  // position in parameter_slots (and in a gradient set's slots)
+    std::size_t index;  ///< position in parameter_slots (and in a gradient set's slots)
   };
-  // Where each slot's gradient lives in `grads`, walked once per gradient set (no allocation per step).
+  /// Where each slot's gradient lives in `grads`, walked once per gradient set (no allocation per step).
   const std::vector<T*>& grad_slots(TransformerParams<T>& grads) {
     if (grads_of_ != &grads) {
       const auto gs = parameter_slots(grads, model_.config());

@@ -1,13 +1,18 @@
 #pragma once
-// The loss of a model's task head, as Hugging Face computes it (mean reduction):
-//   sequence classifier, several labels    cross-entropy of sequence_logits against classes
-//   sequence classifier, one label         MSE of sequence_logits against values (regression)
-//   masked LM (+ NSP)                      cross-entropy over tokens != -100 (+ cross-entropy of NSP)
-//   causal LM (GPT-2)                      cross-entropy of logits[:, :-1] against tokens[:, 1:]
-//
-//   TaskLabels labels{.classes = {2, 0, 1}};
-//   auto loss = darkbert::task_loss(tape, model, batch, result, labels);   // after a training forward
-//   tape.backward(loss);
+/// @file
+/// The loss of a model's task head, as Hugging Face computes it (mean reduction):
+/// @code
+/// sequence classifier, several labels    cross-entropy of sequence_logits against classes
+/// sequence classifier, one label         MSE of sequence_logits against values (regression)
+/// masked LM (+ NSP)                      cross-entropy over tokens != -100 (+ cross-entropy of NSP)
+/// causal LM (GPT-2)                      cross-entropy of logits[:, :-1] against tokens[:, 1:]
+/// @endcode
+///
+/// @code
+/// TaskLabels labels{.classes = {2, 0, 1}};
+/// auto loss = darkbert::task_loss(tape, model, batch, result, labels);   // after a training forward
+/// tape.backward(loss);
+/// @endcode
 
 #include <vector>  // std::vector
 
@@ -19,21 +24,24 @@
 
 namespace darkbert {
 
+/// The labels of a batch for the model's task head(s); fill the fields the model's heads need.
 struct TaskLabels {
-  std::vector<int> classes;        // [B]    sequence classification
-  std::vector<double> values;      // [B]    regression (a model with one label)
-  std::vector<int> tokens;         // [B·L]  masked / causal LM targets, ops::ignore_index = ignored; for a
-                                   //        causal LM tokens[b, i] is the token at i (the shift is done here)
-  std::vector<int> next_sentence;  // [B]    BERT NSP: 0 = B follows A, 1 = random
+  std::vector<int> classes;        ///< [B]    sequence classification
+  std::vector<double> values;      ///< [B]    regression (a model with one label)
+  std::vector<int> tokens;         ///< [B·L]  masked / causal LM targets, ops::ignore_index = ignored; for a
+                                   ///< causal LM tokens[b, i] is the token at i (the shift is done here)
+  std::vector<int> next_sentence;  ///< [B]    BERT NSP: 0 = B follows A, 1 = random
 };
 
-// Targets converted for the loss functions, kept until backward has run (the tape points at them).
+/// Targets converted for the loss functions, kept until backward has run (the tape points at them).
 template <class T>
 struct LossTargets {
-  std::vector<int> classes;
-  std::vector<T> values;
+  std::vector<int> classes;  ///<  class per row, converted for cross-entropy
+  std::vector<T> values;  ///<  target per row, converted for MSE
 };
 
+/// The loss of the model's task as Hugging Face computes it (cross-entropy, MSE, MLM + NSP or shifted
+/// causal LM), recorded on `tape`; `targets` must outlive tape.backward.
 template <class T>
 autodiff::Var<T> task_loss(autodiff::Tape<T>& tape, const Transformer<T>& model, const Batch& batch,
                            const ForwardResult<T>& result, const TaskLabels& labels, LossTargets<T>& targets) {

@@ -1,7 +1,8 @@
 #pragma once
-// A grid of small heatmaps, one per (layer, head) attention map, like Figure 1 of "Revealing the Dark
-// Secrets of BERT": rows are layers, columns heads, one shared colour bar (or each panel scaled to its own
-// range), written as PNG, SVG or PDF.
+/// @file
+/// A grid of small heatmaps, one per (layer, head) attention map, like Figure 1 of "Revealing the Dark
+/// Secrets of BERT": rows are layers, columns heads, one shared colour bar (or each panel scaled to its own
+/// range), written as PNG, SVG or PDF.
 
 #include <Eigen/Core>  // Eigen::DenseBase
 
@@ -23,31 +24,55 @@
 
 namespace darkbert {
 
-// How an attention grid looks. Every field has a default; set the ones you care about.
+/// How an attention grid looks. Every field has a default; set the ones you care about.
 struct AttentionGridOptions {
-  std::string title;
+  std::string title;  ///<  figure title (none when empty)
+  /// @{
+  /// axis titles of the panel rows and columns
   std::string row_title = "layer", col_title = "head";
-  long row_first = 0, col_first = 0;          // number of the first row/column (1 = 1-based)
-  std::string value_label = "attention weight";  // title of the colour bar
-  Colormap map = Colormap::viridis();
-  std::optional<double> vmin, vmax;           // shared colour scale; default: the finite data range
-  bool scale_each_panel = false;              // each panel from its own minimum (bottom colour) to maximum
-  double panel_size = 0;                      // points per panel side; 0: from the grid size
-  double pixels_per_point = 2;                // PNG resolution (2 = 144 dpi)
-  RgbColor nan_color{1, 1, 1};               // fill of NaN cells
+  /// @}
+  /// @{
+  /// number of the first row/column (1 = 1-based)
+  long row_first = 0, col_first = 0;
+  /// @}
+  std::string value_label = "";  ///< title of the colour bar
+  Colormap map = Colormap::viridis();  ///<  colours of the cells
+  /// @{
+  /// shared colour scale; default: the finite data range
+  std::optional<double> vmin, vmax;
+  /// @}
+  bool scale_each_panel = false;              ///< each panel from its own minimum (bottom colour) to maximum
+  double panel_size = 0;                      ///< points per panel side; 0: from the grid size
+  double pixels_per_point = 2;                ///< PNG resolution (2 = 144 dpi)
+  RgbColor nan_color{1, 1, 1};               ///< fill of NaN cells
 };
 
-// Where the parts of a written grid are, in points (PNG pixels = points * pixels_per_point).
+/// Where the parts of a written grid are, in points (PNG pixels = points * pixels_per_point).
 struct AttentionGridGeometry {
+  /// @{
+  /// size of the whole figure, points
   double width = 0, height = 0;
-  double pixels_per_point = 1;            // of the PNG (1 for SVG and PDF)
-  Index grid_rows = 0, grid_cols = 0;     // panels
-  Index map_rows = 0, map_cols = 0;       // cells of one panel
-  FigureRect first_panel;                // panel (0, 0)
-  double pitch_x = 0, pitch_y = 0;        // distance between neighbouring panels
-  FigureRect colorbar;                   // vmin at its bottom edge, vmax at its top edge
-  double vmin = 0, vmax = 0;              // the shared scale ([0, 1] when each panel is scaled)
-  // The rectangle of panel (row, col).
+  /// @}
+  double pixels_per_point = 1;            ///< of the PNG (1 for SVG and PDF)
+  /// @{
+  /// panels
+  Index grid_rows = 0, grid_cols = 0;
+  /// @}
+  /// @{
+  /// cells of one panel
+  Index map_rows = 0, map_cols = 0;
+  /// @}
+  FigureRect first_panel;                ///< panel (0, 0)
+  /// @{
+  /// distance between neighbouring panels
+  double pitch_x = 0, pitch_y = 0;
+  /// @}
+  FigureRect colorbar;                   ///< vmin at its bottom edge, vmax at its top edge
+  /// @{
+  /// the shared scale ([0, 1] when each panel is scaled)
+  double vmin = 0, vmax = 0;
+  /// @}
+  /// The rectangle of panel (row, col).
   FigureRect panel(Index row, Index col) const {
     return {first_panel.x + static_cast<double>(col) * pitch_x, first_panel.y + static_cast<double>(row) * pitch_y,
             first_panel.width, first_panel.height};
@@ -56,7 +81,7 @@ struct AttentionGridGeometry {
 
 namespace detail::viz {
 
-// `data` is [grid_rows, grid_cols, map_rows, map_cols], row-major.
+/// `data` is [grid_rows, grid_cols, map_rows, map_cols], row-major.
 inline AttentionGridGeometry draw_attention_grid(const std::filesystem::path& path, Index grid_rows,
                                                    Index grid_cols, Index map_rows, Index map_cols,
                                                    const std::vector<double>& data,
@@ -190,14 +215,16 @@ inline AttentionGridGeometry draw_attention_grid(const std::filesystem::path& pa
 
 }  // namespace detail::viz
 
-// Writes a grid_rows x grid_cols grid of attention maps to `path` (.png, .svg or .pdf). `data` is row-major
-// [grid_rows, grid_cols, map_rows, map_cols], e.g. one sequence's patterns [layers, heads, L, L].
-//
-//   std::vector<float> patterns(12 * 12 * L * L);          // from the model's hook_pattern of each layer
-//   darkbert::AttentionGridOptions o;
-//   o.title = "Attention maps, sentence 17";
-//   o.row_first = o.col_first = 1;                          // layers and heads numbered from 1
-//   darkbert::write_attention_grid("maps.png", 12, 12, L, L, patterns.data(), o);
+/// Writes a grid_rows x grid_cols grid of attention maps to `path` (.png, .svg or .pdf). `data` is row-major
+/// [grid_rows, grid_cols, map_rows, map_cols], e.g. one sequence's patterns [layers, heads, L, L].
+///
+/// @code
+/// std::vector<float> patterns(12 * 12 * L * L);          // from the model's hook_pattern of each layer
+/// darkbert::AttentionGridOptions o;
+/// o.title = "Attention maps, sentence 17";
+/// o.row_first = o.col_first = 1;                          // layers and heads numbered from 1
+/// darkbert::write_attention_grid("maps.png", 12, 12, L, L, patterns.data(), o);
+/// @endcode
 template <class T>
 AttentionGridGeometry write_attention_grid(const std::filesystem::path& path, Index grid_rows, Index grid_cols,
                                              Index map_rows, Index map_cols, const T* data,
@@ -212,11 +239,13 @@ AttentionGridGeometry write_attention_grid(const std::filesystem::path& path, In
   return detail::viz::draw_attention_grid(path, grid_rows, grid_cols, map_rows, map_cols, values, options);
 }
 
-// The same for a list of equally shaped maps in row-major grid order (map k is panel (k / grid_cols,
-// k % grid_cols)), e.g. maps[layer * heads + head].
-//
-//   std::vector<darkbert::Matrix<float>> maps = ...;       // 144 maps of L x L
-//   darkbert::write_attention_grid("maps.svg", maps, /*grid_cols=*/12);
+/// The same for a list of equally shaped maps in row-major grid order (map k is panel (k / grid_cols,
+/// k % grid_cols)), e.g. maps[layer * heads + head].
+///
+/// @code
+/// std::vector<darkbert::Matrix<float>> maps = ...;       // 144 maps of L x L
+/// darkbert::write_attention_grid("maps.svg", maps, /*grid_cols=*/12);
+/// @endcode
 template <class Derived>
 AttentionGridGeometry write_attention_grid(const std::filesystem::path& path, const std::vector<Derived>& maps,
                                              Index grid_cols, const AttentionGridOptions& options = {}) {

@@ -1,8 +1,9 @@
 #pragma once
-// A cairo drawing written as PNG, SVG or PDF (chosen by the file's extension), used by the figure headers
-// (heatmap.hpp, attention_grid.hpp). Text stays text: in SVG every label is a <text> element (searchable,
-// editable), in PDF it is real text, in PNG rendered glyphs. Coordinates are points (1/72 inch) from the
-// top-left corner; a PNG has `pixels_per_point` pixels per point.
+/// @file
+/// A cairo drawing written as PNG, SVG or PDF (chosen by the file's extension), used by the figure headers
+/// (heatmap.hpp, attention_grid.hpp). Text stays text: in SVG every label is a `<text>` element (searchable,
+/// editable), in PDF it is real text, in PNG rendered glyphs. Coordinates are points (1/72 inch) from the
+/// top-left corner; a PNG has `pixels_per_point` pixels per point.
 
 #include <cairo-pdf.h>  // cairo_pdf_surface_create_for_stream
 #include <cairo-svg.h>  // cairo_svg_surface_create_for_stream
@@ -29,12 +30,19 @@
 
 namespace darkbert {
 
-// A rectangle in a figure, in points from the top-left corner (PNG pixels = points * pixels_per_point).
+/// A rectangle in a figure, in points from the top-left corner (PNG pixels = points * pixels_per_point).
 struct FigureRect {
+  /// @{
+  /// left, top, width and height in points (y grows downwards)
   double x = 0, y = 0, width = 0, height = 0;
+  /// @}
+  /// x + width
   double right() const { return x + width; }
+  /// y + height
   double bottom() const { return y + height; }
+  /// Horizontal centre.
   double center_x() const { return x + width / 2; }
+  /// Vertical centre.
   double center_y() const { return y + height / 2; }
 };
 
@@ -42,7 +50,7 @@ namespace detail::viz {
 
 enum class FileFormat { png, svg, pdf };
 
-// The format named by the extension of `path` (case-insensitive .png, .svg, .pdf).
+/// The format named by the extension of `path` (case-insensitive .png, .svg, .pdf).
 inline FileFormat format_of(const std::filesystem::path& path) {
   std::string ext = path.extension().string();
   std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
@@ -52,8 +60,8 @@ inline FileFormat format_of(const std::filesystem::path& path) {
   fail(path.string(), ": unknown figure format '", ext, "' (the file name must end in .png, .svg or .pdf)");
 }
 
-// Throws unless `text` is valid UTF-8 (cairo refuses anything else and SVG would not parse); `what` names
-// the string in the message, e.g. "figure.png: x label 7".
+/// Throws unless `text` is valid UTF-8 (cairo refuses anything else and SVG would not parse); `what` names
+/// the string in the message, e.g. "figure.png: x label 7".
 inline void require_utf8(std::string_view text, const std::string& what) {
   const auto* s = reinterpret_cast<const unsigned char*>(text.data());
   const std::size_t n = text.size();
@@ -73,7 +81,7 @@ inline void require_utf8(std::string_view text, const std::string& what) {
   }
 }
 
-// Control characters (tab, newline, ...) have no glyph and are not allowed in SVG: shown as U+FFFD.
+/// Control characters (tab, newline, ...) have no glyph and are not allowed in SVG: shown as U+FFFD.
 inline std::string printable(std::string_view utf8) {
   std::string out;
   out.reserve(utf8.size());
@@ -89,7 +97,7 @@ enum class HAlign { left, center, right };           // where the anchor is alon
 enum class VAlign { baseline, top, middle, bottom };  // middle = half the height of a digit above baseline
 
 struct Font {
-  double size = 9;  // points
+  double size = 9;  ///< points
   bool bold = false;
 };
 
@@ -105,7 +113,7 @@ using context_ptr = std::unique_ptr<cairo_t, CairoDeleter>;
 using surface_ptr = std::unique_ptr<cairo_surface_t, CairoDeleter>;
 using pattern_ptr = std::unique_ptr<cairo_pattern_t, CairoDeleter>;
 
-// Unhinted metrics, so a label measured once has the same width at every resolution and in every format.
+/// Unhinted metrics, so a label measured once has the same width at every resolution and in every format.
 inline void set_font(cairo_t* cr, const Font& f) {
   cairo_font_options_t* options = cairo_font_options_create();
   cairo_font_options_set_hint_metrics(options, CAIRO_HINT_METRICS_OFF);
@@ -117,13 +125,13 @@ inline void set_font(cairo_t* cr, const Font& f) {
   cairo_set_font_size(cr, f.size);
 }
 
-// Measures text in points with the font setup used for drawing (layout happens before the surface exists).
+/// Measures text in points with the font setup used for drawing (layout happens before the surface exists).
 class TextMeasure {
  public:
   TextMeasure()
       : surface_(cairo_image_surface_create(CAIRO_FORMAT_ARGB32, 1, 1)), cr_(cairo_create(surface_.get())) {}
 
-  // Advance width of `utf8` (valid UTF-8).
+  /// Advance width of `utf8` (valid UTF-8).
   double width(std::string_view utf8, const Font& f) const {
     set_font(cr_.get(), f);
     const std::string text = printable(utf8);
@@ -131,12 +139,12 @@ class TextMeasure {
     cairo_text_extents(cr_.get(), text.c_str(), &extents);
     return extents.x_advance;
   }
-  // Distance from baseline to the top of the tallest glyphs, and below the baseline.
+  /// Distance from baseline to the top of the tallest glyphs, and below the baseline.
   double ascent(const Font& f) const { return extents(f).ascent; }
   double descent(const Font& f) const { return extents(f).descent; }
-  // Height of a line of text: ascent + descent.
+  /// Height of a line of text: ascent + descent.
   double height(const Font& f) const { return ascent(f) + descent(f); }
-  // Baseline offset that centres text vertically on a point: half the height of a digit.
+  /// Baseline offset that centres text vertically on a point: half the height of a digit.
   double middle(const Font& f) const {
     set_font(cr_.get(), f);
     cairo_text_extents_t extents;
@@ -155,7 +163,7 @@ class TextMeasure {
   context_ptr cr_;
 };
 
-// cairo stream callback: appends to a std::string (must not throw into C).
+/// cairo stream callback: appends to a std::string (must not throw into C).
 inline cairo_status_t append_to_string(void* closure, const unsigned char* data, unsigned int length) {
   try {
     static_cast<std::string*>(closure)->append(reinterpret_cast<const char*>(data), length);
@@ -187,13 +195,13 @@ inline std::string hex_color(RgbColor c) {
   return buffer;
 }
 
-// Packs a colour as cairo's RGB24 pixel (0x00RRGGBB).
+/// Packs a colour as cairo's RGB24 pixel (0x00RRGGBB).
 inline std::uint32_t pixel(RgbColor c) {
   auto byte = [](double v) { return static_cast<std::uint32_t>(std::lround(std::clamp(v, 0.0, 1.0) * 255)); };
   return (byte(c.r) << 16) | (byte(c.g) << 8) | byte(c.b);
 }
 
-// Writes `bytes` to `path`, replacing it; the error names the path and the reason.
+/// Writes `bytes` to `path`, replacing it; the error names the path and the reason.
 inline void write_file(const std::filesystem::path& path, const std::string& bytes) {
   errno = 0;
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
@@ -203,15 +211,17 @@ inline void write_file(const std::filesystem::path& path, const std::string& byt
   if (!out) fail(path.string(), ": write failed (", errno ? std::strerror(errno) : "unknown error", ")");
 }
 
-// One figure being drawn. Draw, then finish() to get the file's bytes.
-//
-//   detail::viz::Canvas c(FileFormat::png, 200, 100, /*pixels_per_point=*/2);
-//   c.fill_rect({10, 10, 50, 50}, {1, 0, 0});
-//   c.text("label", 70, 35, {9}, HAlign::left, VAlign::middle);
-//   write_file("out.png", c.finish("out.png"));
+/// One figure being drawn. Draw, then finish() to get the file's bytes.
+///
+/// @code
+/// detail::viz::Canvas c(FileFormat::png, 200, 100, /*pixels_per_point=*/2);
+/// c.fill_rect({10, 10, 50, 50}, {1, 0, 0});
+/// c.text("label", 70, 35, {9}, HAlign::left, VAlign::middle);
+/// write_file("out.png", c.finish("out.png"));
+/// @endcode
 class Canvas {
  public:
-  // Largest PNG side cairo's image surfaces accept, and a sanity bound on any figure side (about 35 m).
+  /// Largest PNG side cairo's image surfaces accept, and a sanity bound on any figure side (about 35 m).
   static constexpr int max_pixels = 32767;
   static constexpr double max_points = 100000;
 
@@ -261,7 +271,7 @@ class Canvas {
     cairo_stroke(cr_.get());
   }
 
-  // Diagonal lines `spacing` apart, clipped to `r` (marks missing values).
+  /// Diagonal lines `spacing` apart, clipped to `r` (marks missing values).
   void hatch(const FigureRect& r, RgbColor c, double spacing, double line_width) {
     cairo_save(cr_.get());
     cairo_rectangle(cr_.get(), r.x, r.y, r.width, r.height);
@@ -276,8 +286,8 @@ class Canvas {
     cairo_restore(cr_.get());
   }
 
-  // `map` as a vertical gradient filling `r`: map(0) at the bottom, map(1) at the top. Exact, since the
-  // map is itself linear between its knots.
+  /// `map` as a vertical gradient filling `r`: map(0) at the bottom, map(1) at the top. Exact, since the
+  /// map is itself linear between its knots.
   void vertical_gradient(const FigureRect& r, const Colormap& map) {
     pattern_ptr gradient(cairo_pattern_create_linear(0, r.bottom(), 0, r.y));
     const auto& knots = map.knots();
@@ -290,10 +300,10 @@ class Canvas {
     cairo_fill(cr_.get());
   }
 
-  // A rows x cols block of RGB24 pixels (row-major, from pixel()) stretched over `r`. `smooth` = false
-  // keeps cells as sharp squares; true averages when many cells share a pixel, so a thin diagonal stays
-  // visible. Sharp cells in SVG/PDF are embedded enlarged (each cell a block of pixels, 4 per point, at most
-  // 4096 pixels a side), since many viewers smooth enlarged images whatever the file asks for.
+  /// A rows x cols block of RGB24 pixels (row-major, from pixel()) stretched over `r`. `smooth` = false
+  /// keeps cells as sharp squares; true averages when many cells share a pixel, so a thin diagonal stays
+  /// visible. Sharp cells in SVG/PDF are embedded enlarged (each cell a block of pixels, 4 per point, at most
+  /// 4096 pixels a side), since many viewers smooth enlarged images whatever the file asks for.
   void image(const FigureRect& r, int rows, int cols, const std::vector<std::uint32_t>& pixels, bool smooth) {
     int k = 1;  // pixels per cell side in the embedded image
     if (!smooth && format_ != FileFormat::png) {
@@ -328,8 +338,8 @@ class Canvas {
     (smooth ? smooth_images_ : sharp_images_) += 1;
   }
 
-  // Draws `utf8` anchored at (x, y); `angle` in degrees, clockwise (-90 reads bottom to top). Alignment is
-  // in the text's own frame, before rotation.
+  /// Draws `utf8` anchored at (x, y); `angle` in degrees, clockwise (-90 reads bottom to top). Alignment is
+  /// in the text's own frame, before rotation.
   void text(std::string_view utf8, double x, double y, const Font& f, HAlign h, VAlign v, double angle = 0,
             RgbColor c = {0, 0, 0}) {
     const std::string shown = printable(utf8);
@@ -367,7 +377,7 @@ class Canvas {
     cairo_restore(cr_.get());
   }
 
-  // Ends the drawing and returns the file's bytes; errors name `what` (usually the path).
+  /// Ends the drawing and returns the file's bytes; errors name `what` (usually the path).
   std::string finish(const std::string& what) {
     const cairo_status_t drawing = cairo_status(cr_.get());
     require(drawing == CAIRO_STATUS_SUCCESS, what, ": drawing failed: ", cairo_status_to_string(drawing));
@@ -389,7 +399,7 @@ class Canvas {
     require(s == CAIRO_STATUS_SUCCESS, what, ": cairo surface error: ", cairo_status_to_string(s));
   }
 
-  // Adds the text elements before </svg>, and asks viewers not to blur sharp cell images.
+  /// Adds the text elements before </svg>, and asks viewers not to blur sharp cell images.
   void finish_svg(const std::string& what) {
     const auto end = bytes_.rfind("</svg>");
     require(end != std::string::npos, what, ": cairo wrote an SVG without </svg>");
@@ -405,8 +415,8 @@ class Canvas {
   }
 
   FileFormat format_;
-  std::string bytes_;     // the file, filled by cairo's stream callback
-  std::string svg_text_;  // <text> elements for SVG
+  std::string bytes_;     ///< the file, filled by cairo's stream callback
+  std::string svg_text_;  ///< <text> elements for SVG
   int sharp_images_ = 0, smooth_images_ = 0;
   surface_ptr surface_;
   context_ptr cr_;

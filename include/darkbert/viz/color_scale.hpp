@@ -1,6 +1,7 @@
 #pragma once
-// The value scale of a figure: which values land on the ends of the colour map, "nice" tick values, how
-// numbers are printed, the shared look (fonts, spacing), and the colour bar that shows the scale.
+/// @file
+/// The value scale of a figure: which values land on the ends of the colour map, "nice" tick values, how
+/// numbers are printed, the shared look (fonts, spacing), and the colour bar that shows the scale.
 
 #include <algorithm>  // std::max, std::min
 #include <cmath>      // std::isfinite, std::isnan, std::abs, std::pow, std::floor, std::ceil, std::log10
@@ -18,35 +19,37 @@
 
 namespace darkbert::detail::viz {
 
-// Sizes shared by all figures, in points.
+/// Sizes shared by all figures, in points.
 struct Style {
-  static constexpr double margin = 10;          // around the figure
-  static constexpr double tick_length = 3.5;    // tick marks
-  static constexpr double tick_gap = 2.5;       // tick mark -> tick label
-  static constexpr double label_gap = 6;        // tick labels -> axis title
-  static constexpr double title_gap = 8;        // figure title -> plot
-  static constexpr double colorbar_gap = 14;    // plot -> colour bar
-  static constexpr double colorbar_width = 12;  // colour bar
-  static constexpr double line_width = 0.8;     // frames and ticks
+  static constexpr double margin = 10;          ///< around the figure
+  static constexpr double tick_length = 3.5;    ///< tick marks
+  static constexpr double tick_gap = 2.5;       ///< tick mark -> tick label
+  static constexpr double label_gap = 6;        ///< tick labels -> axis title
+  static constexpr double title_gap = 8;        ///< figure title -> plot
+  static constexpr double colorbar_gap = 14;    ///< plot -> colour bar
+  static constexpr double colorbar_width = 12;  ///< colour bar
+  static constexpr double line_width = 0.8;     ///< frames and ticks
   static constexpr Font tick{9, false};
   static constexpr Font axis_title{10.5, false};
   static constexpr Font title{13, true};
-  static constexpr RgbColor ink{0.15, 0.15, 0.15};   // text, frames, ticks
-  static constexpr RgbColor hatch{0.55, 0.55, 0.55};  // the lines across missing (NaN) cells
+  static constexpr RgbColor ink{0.15, 0.15, 0.15};   ///< text, frames, ticks
+  static constexpr RgbColor hatch{0.55, 0.55, 0.55};  ///< the lines across missing (NaN) cells
 };
 
-// The values mapped to the two ends of the colour map.
+/// The values mapped to the two ends of the colour map.
 struct ValueRange {
   double lo = 0, hi = 1;
-  // Position of v in the map, t in [0, 1] inside the range (the colour map clamps values outside it).
+  /// Position of v in the map, t in [0, 1] inside the range (the colour map clamps values outside it).
   double position(double v) const { return (v - lo) / (hi - lo); }
 };
 
-// [lo, hi] for the colour scale of `count` values. Given bounds win; a missing one comes from the finite
-// data (NaN and +-inf are ignored). A diverging map without bounds gets [-m, m] with m = max |v|, so zero
-// sits on the neutral colour. A flat range (constant data) is widened so the scale stays readable.
-//
-//   auto range = resolve_range(values.data(), values.size(), std::nullopt, 1.0, false, "fig.png");
+/// [lo, hi] for the colour scale of `count` values. Given bounds win; a missing one comes from the finite
+/// data (NaN and +-inf are ignored). A diverging map without bounds gets [-m, m] with m = max |v|, so zero
+/// sits on the neutral colour. A flat range (constant data) is widened so the scale stays readable.
+///
+/// @code
+/// auto range = resolve_range(values.data(), values.size(), std::nullopt, 1.0, false, "fig.png");
+/// @endcode
 inline ValueRange resolve_range(const double* values, std::size_t count, std::optional<double> vmin,
                                  std::optional<double> vmax, bool diverging, const std::string& what) {
   require(!vmin || std::isfinite(*vmin), what, ": vmin ", vmin.value_or(0), " is not finite");
@@ -75,7 +78,7 @@ inline ValueRange resolve_range(const double* values, std::size_t count, std::op
   return {lo, hi};
 }
 
-// The label stride after `step` in 1, 2, 5, 10, 20, 50, ... (axis labels are thinned along it).
+/// The label stride after `step` in 1, 2, 5, 10, 20, 50, ... (axis labels are thinned along it).
 inline std::ptrdiff_t next_label_step(std::ptrdiff_t step) {
   std::ptrdiff_t magnitude = 1;
   while (magnitude * 10 <= step) magnitude *= 10;
@@ -83,7 +86,7 @@ inline std::ptrdiff_t next_label_step(std::ptrdiff_t step) {
   return (digit < 2 ? 2 : digit < 5 ? 5 : 10) * magnitude;
 }
 
-// Round tick values inside [lo, hi]: multiples of 1, 2, 2.5 or 5 x 10^k, between 3 and 6 of them.
+/// Round tick values inside [lo, hi]: multiples of 1, 2, 2.5 or 5 x 10^k, between 3 and 6 of them.
 inline std::vector<double> nice_ticks(const ValueRange& r) {
   const double span = r.hi - r.lo;
   const double magnitude = std::pow(10.0, std::floor(std::log10(span / 5)));
@@ -101,7 +104,7 @@ inline std::vector<double> nice_ticks(const ValueRange& r) {
   return ticks;
 }
 
-// A tick label: as many decimals as the tick step needs ("0.25", "10", "-0.5"); %g for huge or tiny steps.
+/// A tick label: as many decimals as the tick step needs ("0.25", "10", "-0.5"); %g for huge or tiny steps.
 inline std::string format_tick(double value, double step) {
   char buffer[64];
   const double biggest = std::max(std::abs(value), step);
@@ -119,8 +122,8 @@ inline std::string format_tick(double value, double step) {
   return buffer;
 }
 
-// A cell value with `precision` decimals ("0.37", "-1.20"), or in scientific notation ("3.2e-05") when
-// `scientific`; "NaN", "inf", "-inf" as such.
+/// A cell value with `precision` decimals ("0.37", "-1.20"), or in scientific notation ("3.2e-05") when
+/// `scientific`; "NaN", "inf", "-inf" as such.
 inline std::string format_value(double value, int precision, bool scientific = false) {
   if (std::isnan(value)) return "NaN";
   if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
@@ -131,31 +134,31 @@ inline std::string format_value(double value, int precision, bool scientific = f
   return buffer;
 }
 
-// Whether the values of a figure, at most `largest` in magnitude, read better in scientific notation:
-// all of them would print as zero with `precision` decimals, or the biggest is a million or more.
+/// Whether the values of a figure, at most `largest` in magnitude, read better in scientific notation:
+/// all of them would print as zero with `precision` decimals, or the biggest is a million or more.
 inline bool needs_scientific(double largest, int precision) {
   return largest >= 1e6 || (largest > 0 && largest < 0.5 * std::pow(10.0, -precision));
 }
 
-// Black or white, whichever reads better on `background` (by its luma).
+/// Black or white, whichever reads better on `background` (by its luma).
 inline RgbColor text_color_on(RgbColor background) {
   const double luma = 0.299 * background.r + 0.587 * background.g + 0.114 * background.b;
   return luma < 0.5 ? RgbColor{1, 1, 1} : RgbColor{0, 0, 0};
 }
 
-// What a colour bar shows: the map, its range, a title, and (if the figure has missing values) a swatch
-// explaining how NaN cells look.
+/// What a colour bar shows: the map, its range, a title, and (if the figure has missing values) a swatch
+/// explaining how NaN cells look.
 struct ColorbarSpec {
   const Colormap* map = nullptr;
   ValueRange range;
   std::string title;
   bool nan_swatch = false;
   RgbColor nan_color{1, 1, 1};
-  // Replaces the numeric tick labels at the two ends (e.g. "min", "max" for per-panel scales); empty: numbers.
+  /// Replaces the numeric tick labels at the two ends (e.g. "min", "max" for per-panel scales); empty: numbers.
   std::string low_label, high_label;
 };
 
-// Tick values and their labels for a colour bar.
+/// Tick values and their labels for a colour bar.
 inline std::vector<std::pair<double, std::string>> colorbar_ticks(const ColorbarSpec& spec) {
   std::vector<std::pair<double, std::string>> out;
   if (!spec.low_label.empty() || !spec.high_label.empty()) {
@@ -169,7 +172,7 @@ inline std::vector<std::pair<double, std::string>> colorbar_ticks(const Colorbar
   return out;
 }
 
-// Horizontal room a colour bar needs from its left edge: bar, ticks, tick labels, title.
+/// Horizontal room a colour bar needs from its left edge: bar, ticks, tick labels, title.
 inline double colorbar_extent(const TextMeasure& measure, const ColorbarSpec& spec) {
   double labels = spec.nan_swatch ? measure.width("NaN", Style::tick) : 0;
   for (const auto& [value, label] : colorbar_ticks(spec)) labels = std::max(labels, measure.width(label, Style::tick));
@@ -178,13 +181,13 @@ inline double colorbar_extent(const TextMeasure& measure, const ColorbarSpec& sp
   return extent;
 }
 
-// Vertical room the NaN swatch needs below the bar (0 without one).
+/// Vertical room the NaN swatch needs below the bar (0 without one).
 inline double colorbar_swatch_height(const ColorbarSpec& spec) {
   return spec.nan_swatch ? 8 + Style::colorbar_width : 0;
 }
 
-// Draws the colour bar filling `bar` (map(0) at the bottom), ticks and labels on its right, the title
-// rotated beside them, and the NaN swatch below.
+/// Draws the colour bar filling `bar` (map(0) at the bottom), ticks and labels on its right, the title
+/// rotated beside them, and the NaN swatch below.
 inline void draw_colorbar(Canvas& c, const FigureRect& bar, const ColorbarSpec& spec) {
   c.vertical_gradient(bar, *spec.map);
   c.stroke_rect(bar, Style::ink, Style::line_width);

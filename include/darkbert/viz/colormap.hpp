@@ -1,6 +1,7 @@
 #pragma once
-// Colour maps for figures: viridis (sequential, perceptually uniform) and Moreland's cool-warm (diverging,
-// for signed values), each a list of evenly spaced sRGB knots interpolated linearly.
+/// @file
+/// Colour maps for figures: viridis (sequential, perceptually uniform) and Moreland's cool-warm (diverging,
+/// for signed values), each a list of evenly spaced sRGB knots interpolated linearly.
 
 #include <algorithm>  // std::clamp
 #include <cmath>      // std::isnan, std::floor
@@ -13,20 +14,26 @@
 
 namespace darkbert {
 
-// An sRGB colour, each component in [0, 1].
+/// An sRGB colour, each component in [0, 1].
 struct RgbColor {
+  /// @{
+  /// red, green and blue in [0, 1]
   double r = 0, g = 0, b = 0;
+  /// @}
+  /// Same components.
   friend bool operator==(const RgbColor&, const RgbColor&) = default;
 };
 
-// Maps t in [0, 1] to a colour by linear interpolation between evenly spaced knots.
-//
-//   const auto map = darkbert::Colormap::viridis();
-//   darkbert::RgbColor low = map(0.0), high = map(1.0), mid = map(0.5);
-//   darkbert::Colormap grey("grey", {{0, 0, 0}, {1, 1, 1}});   // your own, at least two knots
+/// Maps t in [0, 1] to a colour by linear interpolation between evenly spaced knots.
+///
+/// @code
+/// const auto map = darkbert::Colormap::viridis();
+/// darkbert::RgbColor low = map(0.0), high = map(1.0), mid = map(0.5);
+/// darkbert::Colormap grey("grey", {{0, 0, 0}, {1, 1, 1}});   // your own, at least two knots
+/// @endcode
 class Colormap {
  public:
-  // `diverging`: the middle knot is neutral, so figures centre the value scale on zero by default.
+  /// `diverging`: the middle knot is neutral, so figures centre the value scale on zero by default.
   Colormap(std::string name, std::vector<RgbColor> knots, bool diverging = false)
       : name_(std::move(name)), knots_(std::move(knots)), diverging_(diverging) {
     require(knots_.size() >= 2, "colormap '", name_, "': needs at least 2 knots, got ", knots_.size());
@@ -37,7 +44,7 @@ class Colormap {
     }
   }
 
-  // t is clamped to [0, 1]; NaN is an error (callers draw missing values with their own colour).
+  /// t is clamped to [0, 1]; NaN is an error (callers draw missing values with their own colour).
   RgbColor operator()(double t) const {
     require(!std::isnan(t), "colormap '", name_, "': position is NaN");
     const double x = std::clamp(t, 0.0, 1.0) * static_cast<double>(knots_.size() - 1);
@@ -48,13 +55,16 @@ class Colormap {
     return {a.r + f * (b.r - a.r), a.g + f * (b.g - a.g), a.b + f * (b.b - a.b)};
   }
 
+  /// "viridis", "coolwarm", …
   const std::string& name() const { return name_; }
+  /// The colours interpolated between, evenly spaced over [0, 1].
   const std::vector<RgbColor>& knots() const { return knots_; }
+  /// Whether the map is centred on a midpoint (coolwarm), so scales should be symmetric around 0.
   bool diverging() const { return diverging_; }
 
-  // Viridis (van der Walt, Smith, Firing; CC0): dark blue -> green -> yellow, perceptually uniform and
-  // readable in greyscale and by colour-blind readers. 65 knots resampled from matplotlib's 256-entry
-  // table (largest deviation 0.42/255).
+  /// Viridis (van der Walt, Smith, Firing; CC0): dark blue -> green -> yellow, perceptually uniform and
+  /// readable in greyscale and by colour-blind readers. 65 knots resampled from matplotlib's 256-entry
+  /// table (largest deviation 0.42/255).
   static Colormap viridis() {
     return Colormap("viridis", {
       {0.267004, 0.004874, 0.329415}, {0.272574, 0.025475, 0.353002}, {0.276987, 0.050151, 0.375542},
@@ -82,8 +92,8 @@ class Colormap {
     });
   }
 
-  // Cool-warm (K. Moreland, "Diverging Color Maps for Scientific Visualization", 2009; the 33-entry
-  // CoolWarmFloat33 table, as in matplotlib's "coolwarm"): blue -> light grey -> red, for signed values.
+  /// Cool-warm (K. Moreland, "Diverging Color Maps for Scientific Visualization", 2009; the 33-entry
+  /// CoolWarmFloat33 table, as in matplotlib's "coolwarm"): blue -> light grey -> red, for signed values.
   static Colormap coolwarm() {
     return Colormap("coolwarm", {
       {0.229806, 0.298718, 0.753683}, {0.266234, 0.353095, 0.801467}, {0.303869, 0.406535, 0.844959},

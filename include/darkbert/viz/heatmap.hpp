@@ -1,7 +1,8 @@
 #pragma once
-// Heatmap figures of one matrix (a [layers x heads] score table, one L x L attention map with token labels)
-// written as PNG, SVG or PDF: title, axis titles and tick labels, a colour bar with its scale, viridis or a
-// diverging map, optional value in every cell, NaN cells shown white with grey hatching.
+/// @file
+/// Heatmap figures of one matrix (a [layers x heads] score table, one L x L attention map with token labels)
+/// written as PNG, SVG or PDF: title, axis titles and tick labels, a colour bar with its scale, viridis or a
+/// diverging map, optional value in every cell, NaN cells shown white with grey hatching.
 
 #include <Eigen/Core>  // Eigen::DenseBase, Eigen::Map
 
@@ -22,44 +23,59 @@
 
 namespace darkbert {
 
-// One axis of a heatmap: x runs over columns, y over rows.
+/// One axis of a heatmap: x runs over columns, y over rows.
 struct HeatmapAxis {
-  std::string title;                // e.g. "head", "key token"
-  std::vector<std::string> labels;  // one per column (x) or row (y); empty: numbers counted from `first`
-  long first = 0;                   // the number of the first row/column when there are no labels (1 = 1-based)
+  std::string title;                ///< e.g. "head", "key token"
+  std::vector<std::string> labels;  ///< one per column (x) or row (y); empty: numbers counted from `first`
+  long first = 0;                   ///< the number of the first row/column when there are no labels (1 = 1-based)
 };
 
-// When to print each cell's value inside it.
+/// When to print each cell's value inside it.
 enum class CellValues {
-  automatic,  // when the matrix is small (at most 30 x 30) and the numbers fit the cells
-  show,       // always (the font shrinks to fit, down to 4 pt)
+  automatic,  ///< when the matrix is small (at most 30 x 30) and the numbers fit the cells
+  show,       ///< always (the font shrinks to fit, down to 4 pt)
   hide,
 };
 
-// How a heatmap looks. Every field has a sensible default; set the ones you care about.
+/// How a heatmap looks. Every field has a sensible default; set the ones you care about.
 struct HeatmapOptions {
-  std::string title;
+  std::string title;  ///<  figure title (none when empty)
+  /// @{
+  /// the column (x) and row (y) axes
   HeatmapAxis x, y;
-  std::string value_label;               // title of the colour bar, e.g. "attention weight"
-  Colormap map = Colormap::viridis();    // Colormap::coolwarm() for signed values (centred on 0)
-  std::optional<double> vmin, vmax;      // colour scale; default: the finite data range
-  CellValues annotate = CellValues::automatic;
-  int precision = 2;                     // decimals of cell values
-  double cell_size = 0;                  // points per cell; 0: from the matrix size (12+ with text labels)
-  double pixels_per_point = 2;           // PNG resolution (2 = 144 dpi); SVG and PDF are vector
-  RgbColor nan_color{1, 1, 1};          // fill of NaN cells (hatched in grey when cells are 5 pt or more)
+  /// @}
+  std::string value_label;               ///< title of the colour bar, e.g. "attention weight"
+  Colormap map = Colormap::viridis();    ///< Colormap::coolwarm() for signed values (centred on 0)
+  /// @{
+  /// colour scale; default: the finite data range
+  std::optional<double> vmin, vmax;
+  /// @}
+  CellValues annotate = CellValues::automatic;  ///<  when to print each cell's value
+  int precision = 2;                     ///< decimals of cell values
+  double cell_size = 0;                  ///< points per cell; 0: from the matrix size (12+ with text labels)
+  double pixels_per_point = 2;           ///< PNG resolution (2 = 144 dpi); SVG and PDF are vector
+  RgbColor nan_color{1, 1, 1};          ///< fill of NaN cells (hatched in grey when cells are 5 pt or more)
 };
 
-// Where the parts of a written heatmap are, in points (PNG pixels = points * pixels_per_point).
+/// Where the parts of a written heatmap are, in points (PNG pixels = points * pixels_per_point).
 struct HeatmapGeometry {
-  double width = 0, height = 0;  // the whole figure
-  double pixels_per_point = 1;   // of the PNG (1 for SVG and PDF)
+  /// @{
+  /// the whole figure
+  double width = 0, height = 0;
+  /// @}
+  double pixels_per_point = 1;   ///< of the PNG (1 for SVG and PDF)
+  /// @{
+  /// size of the matrix
   Index rows = 0, cols = 0;
-  FigureRect cells;             // the matrix
-  FigureRect colorbar;          // the bar: vmin at its bottom edge, vmax at its top edge
-  double vmin = 0, vmax = 0;     // the colour scale used
-  bool annotated = false;        // whether cell values were printed
-  // The rectangle of cell (row, col).
+  /// @}
+  FigureRect cells;             ///< the matrix
+  FigureRect colorbar;          ///< the bar: vmin at its bottom edge, vmax at its top edge
+  /// @{
+  /// the colour scale used
+  double vmin = 0, vmax = 0;
+  /// @}
+  bool annotated = false;        ///< whether cell values were printed
+  /// The rectangle of cell (row, col).
   FigureRect cell(Index row, Index col) const {
     const double w = cells.width / static_cast<double>(cols), h = cells.height / static_cast<double>(rows);
     return {cells.x + static_cast<double>(col) * w, cells.y + static_cast<double>(row) * h, w, h};
@@ -68,17 +84,17 @@ struct HeatmapGeometry {
 
 namespace detail::viz {
 
-// Tick labels of one axis and which of them are shown (every `step`-th).
+/// Tick labels of one axis and which of them are shown (every `step`-th).
 struct AxisTicks {
   std::vector<std::string> labels;
   Index step = 1;
   Font f = Style::tick;
-  bool rotated = false;  // x labels drawn vertically, reading upward
-  double extent = 0;     // room across the axis: label width (y, rotated x) or height (plain x)
+  bool rotated = false;  ///< x labels drawn vertically, reading upward
+  double extent = 0;     ///< room across the axis: label width (y, rotated x) or height (plain x)
 };
 
-// Tick labels for `count` rows/columns of `cell` points. Text labels shrink (down to 6 pt) and numbers
-// thin out (every 2nd, 5th, 10th...) until they no longer overlap; x text labels turn vertical first.
+/// Tick labels for `count` rows/columns of `cell` points. Text labels shrink (down to 6 pt) and numbers
+/// thin out (every 2nd, 5th, 10th...) until they no longer overlap; x text labels turn vertical first.
 inline AxisTicks layout_axis(const HeatmapAxis& axis, Index count, double cell, bool horizontal,
                               const TextMeasure& measure) {
   AxisTicks t;
@@ -104,7 +120,7 @@ inline AxisTicks layout_axis(const HeatmapAxis& axis, Index count, double cell, 
   return t;
 }
 
-// Cell values as text, and the font that fits them in a `cell`-point square (nullopt: they do not fit).
+/// Cell values as text, and the font that fits them in a `cell`-point square (nullopt: they do not fit).
 inline std::optional<Font> annotation_font(const Matrix<double>& values, int precision, bool scientific,
                                            double cell, CellValues mode, const TextMeasure& measure) {
   if (mode == CellValues::hide) return std::nullopt;
@@ -259,21 +275,25 @@ inline HeatmapGeometry draw_heatmap(const std::filesystem::path& path, const Mat
 
 }  // namespace detail::viz
 
-// Writes `matrix` as a heatmap to `path` (.png, .svg or .pdf) and returns where its parts landed. Row i is
-// drawn as the i-th row from the top. Errors (empty matrix, label count, unwritable file, ...) are
-// darkbert::error naming the path.
-//
-//   darkbert::Matrix<float> scores = ...;                       // [layers, heads]
-//   darkbert::HeatmapOptions o;
-//   o.title = "Head importance";
-//   o.x = {"head", {}, 1};                                       // numbered 1, 2, ... 12
-//   o.y = {"layer", {}, 1};
-//   o.value_label = "accuracy drop";
-//   darkbert::write_heatmap("importance.png", scores, o);
-//
-//   o = {};                                                      // one attention map with its tokens
-//   o.x = {"key", tokens}; o.y = {"query", tokens};
-//   darkbert::write_heatmap("pattern.svg", pattern, o);
+/// Writes `matrix` as a heatmap to `path` (.png, .svg or .pdf) and returns where its parts landed. Row i is
+/// drawn as the i-th row from the top. Errors (empty matrix, label count, unwritable file, ...) are
+/// darkbert::error naming the path.
+///
+/// @code
+/// darkbert::Matrix<float> scores = ...;                       // [layers, heads]
+/// darkbert::HeatmapOptions o;
+/// o.title = "Head importance";
+/// o.x = {"head", {}, 1};                                       // numbered 1, 2, ... 12
+/// o.y = {"layer", {}, 1};
+/// o.value_label = "accuracy drop";
+/// darkbert::write_heatmap("importance.png", scores, o);
+/// @endcode
+///
+/// @code
+/// o = {};                                                      // one attention map with its tokens
+/// o.x = {"key", tokens}; o.y = {"query", tokens};
+/// darkbert::write_heatmap("pattern.svg", pattern, o);
+/// @endcode
 template <class Derived>
 HeatmapGeometry write_heatmap(const std::filesystem::path& path, const Eigen::DenseBase<Derived>& matrix,
                                const HeatmapOptions& options = {}) {
@@ -282,10 +302,12 @@ HeatmapGeometry write_heatmap(const std::filesystem::path& path, const Eigen::De
   return detail::viz::draw_heatmap(path, values, options);
 }
 
-// The same for a row-major [rows, cols] buffer.
-//
-//   std::vector<double> v = {0.1, 0.9, 0.5, 0.3};
-//   darkbert::write_heatmap("small.png", 2, 2, v.data());
+/// The same for a row-major [rows, cols] buffer.
+///
+/// @code
+/// std::vector<double> v = {0.1, 0.9, 0.5, 0.3};
+/// darkbert::write_heatmap("small.png", 2, 2, v.data());
+/// @endcode
 template <class T>
 HeatmapGeometry write_heatmap(const std::filesystem::path& path, Index rows, Index cols, const T* data,
                                const HeatmapOptions& options = {}) {

@@ -12,12 +12,21 @@
 // For a Linear layer y[N, O] = x[N, K] · W[O, K]ᵀ, A is W itself (never packed: it is the large operand,
 // which a BLAS call would re-pack on every call) and B is a "panel" of x transposed:
 // panel[k * 32 + t] = x[t, k] for 32 tokens, packed once per call with in-register 16 × 16 transposes.
+//
+// Every function carries DARKBERT_AVX512_TARGET, so the kernel is compiled for AVX-512 whatever flags the
+// including translation unit has; it must only be called when kernel_path() says avx512
+// (core/kernel_dispatch.hpp), which checks the CPU once.
 
-#include <immintrin.h>
+#include <immintrin.h>  // AVX-512 intrinsics (GCC and Clang declare them whatever the -m flags)
 
 #include <algorithm>  // std::min, std::copy, std::fill
 
+#include "../kernel_dispatch.hpp"  // DARKBERT_AVX512_TARGET
 #include "../matrix.hpp"
+
+#if !DARKBERT_HAS_AVX512_KERNEL
+#error "xwt_kernel_avx512.hpp needs x86-64 with GCC or Clang; include it only when DARKBERT_HAS_AVX512_KERNEL"
+#endif
 
 namespace darkbert::detail::avx512 {
 
@@ -25,14 +34,14 @@ inline constexpr Index kTileRows = 12;     // rows of A (and C) per register til
 inline constexpr Index kTileColumns = 32;  // columns of B (and C) per register tile: two zmm
 
 // The first n of 16 lanes (n clamped to [0, 16]).
-inline __mmask16 first_lanes(Index n) {
+DARKBERT_AVX512_TARGET inline __mmask16 first_lanes(Index n) {
   return n >= 16 ? __mmask16(0xFFFF) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1u);
 }
 
 // C[i, t] = Σ_{k<K} A[i, k] · B[k, t] for i < 12, t < columns (<= 32).
 // A[i, k] = a[i * lda + k] (all 12 rows must be readable), B[k, t] = b[k * ldb + t], C[i, t] = c[i * ldc + t];
 // only rows i < c_rows of C are written.
-inline void tile_12x32(const float* a, Index lda, const float* b, Index ldb, Index columns, Index K, float* c,
+DARKBERT_AVX512_TARGET inline void tile_12x32(const float* a, Index lda, const float* b, Index ldb, Index columns, Index K, float* c,
                        Index ldc, Index c_rows = kTileRows) {
   const __mmask16 m0 = first_lanes(columns), m1 = first_lanes(columns - 16);
   __m512 acc[kTileRows][2];
@@ -61,7 +70,7 @@ inline void tile_12x32(const float* a, Index lda, const float* b, Index ldb, Ind
 
 // A tile's rows as the kernel reads them: a itself when all 12 rows exist, otherwise the `rows` that do
 // exist copied into `spare` [12, K] and padded with zeros (so the kernel never reads past a buffer).
-inline const float* tile_rows(const float* a, Index lda, Index rows, Index K, float* spare, Index& ld) {
+DARKBERT_AVX512_TARGET inline const float* tile_rows(const float* a, Index lda, Index rows, Index K, float* spare, Index& ld) {
   if (rows >= kTileRows) {
     ld = lda;
     return a;
@@ -73,7 +82,7 @@ inline const float* tile_rows(const float* a, Index lda, Index rows, Index K, fl
 }
 
 // Transposes the 16 × 16 block r[i][j] (16 rows of 16 floats) in registers: on return r[j] holds column j.
-inline void transpose_16x16(__m512 r[16]) {
+DARKBERT_AVX512_TARGET inline void transpose_16x16(__m512 r[16]) {
   __m512 t[16];
   for (int i = 0; i < 16; i += 2) {  // interleave pairs of rows, 32-bit granules
     t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
@@ -100,7 +109,7 @@ inline void transpose_16x16(__m512 r[16]) {
 
 // panel[k * 32 + t] = x[t * ldx + k] for t < tokens (<= 32) and k < K; 0 for tokens <= t < 32.
 // Full 16 × 16 blocks go through registers; the ragged edges element by element.
-inline void pack_panel(const float* x, Index ldx, Index tokens, Index K, float* panel) {
+DARKBERT_AVX512_TARGET inline void pack_panel(const float* x, Index ldx, Index tokens, Index K, float* panel) {
   const Index K16 = tokens == kTileColumns ? K / 16 * 16 : 0;
   for (Index half = 0; half < kTileColumns; half += 16)
     for (Index k = 0; k < K16; k += 16) {

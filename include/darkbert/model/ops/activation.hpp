@@ -1,11 +1,14 @@
 #pragma once
-// Element-wise activations of the MLPs and task heads, forward and backward side by side:
-//   gelu_erf  = 0.5 x (1 + erf(x / sqrt 2))                       (BERT, RoBERTa, DistilBERT)
-//   gelu_tanh = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))    (GPT-2 "gelu_new")
-//   relu, tanh, none (identity)
-// float uses a rational erf (max error ~1e-7, below float resolution of the result); double uses std::erf.
-// One enum names them everywhere: the config's hidden_act, a linear layer's fused epilogue, a head's
-// activation.
+/// @file
+/// Element-wise activations of the MLPs and task heads, forward and backward side by side:
+/// @code
+/// gelu_erf  = 0.5 x (1 + erf(x / sqrt 2))                       (BERT, RoBERTa, DistilBERT)
+/// gelu_tanh = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))    (GPT-2 "gelu_new")
+/// relu, tanh, none (identity)
+/// @endcode
+/// float uses a rational erf (max error ~1e-7, below float resolution of the result); double uses std::erf.
+/// One enum names them everywhere: the config's hidden_act, a linear layer's fused epilogue, a head's
+/// activation.
 
 #include <algorithm>    // std::min, std::max
 #include <cmath>        // std::erf, std::tanh, std::exp
@@ -13,17 +16,19 @@
 
 #include <Eigen/Core>  // Eigen::Map (vectorised tanh)
 
+#include "../../core/kernel_dispatch.hpp"  // kernel_path, DARKBERT_AVX512_TARGET
 #include "../../core/matrix.hpp"
 
 namespace darkbert {
 
+/// An element-wise activation (see the top of this header): config hidden_act, fused epilogues, heads.
 enum class Activation { none, gelu_erf, gelu_tanh, relu, tanh };
 
 }  // namespace darkbert
 
 namespace darkbert::ops {
 
-// erf on [-4, 4] as x P(x²) / Q(x²) (the rational fit used by XLA and Eigen for float; beyond ±4, ±1).
+/// erf on [-4, 4] as x P(x²) / Q(x²) (the rational fit used by XLA and Eigen for float; beyond ±4, ±1).
 inline float erf_rational(float x) {
   x = std::min(4.0f, std::max(-4.0f, x));
   const float x2 = x * x;
@@ -42,38 +47,56 @@ inline float erf_rational(float x) {
   return x * p / q;
 }
 
+/// erf: the rational fit for float, std::erf for double.
 template <class T>
 inline T erf_of(T x) {
   if constexpr (std::is_same_v<T, float>) return erf_rational(x);
   else return std::erf(x);
 }
 
+/// 1 / sqrt(2)
 inline constexpr double kSqrtHalf = 0.70710678118654752440;       // 1 / sqrt(2)
+/// sqrt(2 / pi)
 inline constexpr double kSqrtTwoOverPi = 0.79788456080286535588;  // sqrt(2 / pi)
+/// 1 / sqrt(2 pi)
 inline constexpr double kInvSqrtTwoPi = 0.39894228040143267794;   // 1 / sqrt(2 pi)
 
+/// 0.5 x (1 + erf(x / sqrt 2)).
 template <class T>
 inline T gelu_erf(T x) {
   return T(0.5) * x * (T(1) + erf_of(x * T(kSqrtHalf)));
 }
-// d/dx gelu_erf = Φ(x) + x φ(x)
+/// d/dx gelu_erf = Φ(x) + x φ(x)
 template <class T>
 inline T gelu_erf_derivative(T x) {
   return T(0.5) * (T(1) + erf_of(x * T(kSqrtHalf))) + x * T(kInvSqrtTwoPi) * std::exp(T(-0.5) * x * x);
 }
 
+/// 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x³))).
 template <class T>
 inline T gelu_tanh(T x) {
   return T(0.5) * x * (T(1) + std::tanh(T(kSqrtTwoOverPi) * (x + T(0.044715) * x * x * x)));
 }
+/// d/dx gelu_tanh.
 template <class T>
 inline T gelu_tanh_derivative(T x) {
   const T t = std::tanh(T(kSqrtTwoOverPi) * (x + T(0.044715) * x * x * x));
   return T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * T(kSqrtTwoOverPi) * (T(1) + T(3 * 0.044715) * x * x);
 }
 
-// x[i] = f(x[i] + bias[i]) for i < n (bias may be null). When `pre` is given it receives x + bias, the
-// input of f, which the backward of GELU needs.
+namespace detail {
+#if DARKBERT_HAS_AVX512_KERNEL
+/// The float GELU loop compiled for AVX-512 (plain arithmetic, so it vectorises for the target), for
+/// consumers built without -march flags: on the avx512 path of core/kernel_dispatch.hpp.
+DARKBERT_AVX512_TARGET inline void gelu_erf_avx512(float* x, Index n) {
+#pragma omp simd
+  for (Index i = 0; i < n; ++i) x[i] = gelu_erf(x[i]);
+}
+#endif
+}  // namespace detail
+
+/// x[i] = f(x[i] + bias[i]) for i < n (bias may be null). When `pre` is given it receives x + bias, the
+/// input of f, which the backward of GELU needs.
 template <class T>
 void bias_epilogue(T* x, const T* bias, Index n, Activation f, T* pre = nullptr) {
   if (bias) {
@@ -84,6 +107,11 @@ void bias_epilogue(T* x, const T* bias, Index n, Activation f, T* pre = nullptr)
   switch (f) {
     case Activation::none: return;
     case Activation::gelu_erf:
+#if DARKBERT_HAS_AVX512_KERNEL
+      if constexpr (std::is_same_v<T, float>) {
+        if (kernel_path() == KernelPath::avx512) return detail::gelu_erf_avx512(x, n);
+      }
+#endif
 #pragma omp simd
       for (Index i = 0; i < n; ++i) x[i] = gelu_erf(x[i]);
       return;
@@ -105,13 +133,14 @@ void bias_epilogue(T* x, const T* bias, Index n, Activation f, T* pre = nullptr)
   }
 }
 
+/// x[i] = f(x[i]) for i < n.
 template <class T>
 void activate(T* x, Index n, Activation f) {
   bias_epilogue<T>(x, nullptr, n, f);
 }
 
-// Backward of y = f(u): grad[i] *= f'(u[i]). `pre` is u (GELU, ReLU), `post` is y (tanh); either may be
-// null when f does not need it.
+/// Backward of y = f(u): grad[i] *= f'(u[i]). `pre` is u (GELU, ReLU), `post` is y (tanh); either may be
+/// null when f does not need it.
 template <class T>
 void activation_backward(const T* pre, const T* post, T* grad, Index n, Activation f) {
   switch (f) {

@@ -1,25 +1,31 @@
 #pragma once
-// Multi-head scaled dot-product attention on a fused QKV activation, one (batch, head) pair at a time, so
-// heads are never copied apart: Q, K and V of head h are strided column blocks of qkv, and the head's
-// context is written straight into its column block of ctx.
-//
-// Shapes (N = B * L tokens, H = heads * d):
-//   qkv    [N, 3H]          rows b*L..b*L+L-1 belong to sequence b; columns [0,H) Q, [H,2H) K, [2H,3H) V
-//   scores [B, heads, L, L] pre-softmax after masking, then (in place) the attention pattern
-//   ctx    [N, H]           pattern · V, head h in columns [h*d, (h+1)*d)
-//
-// Masking follows Hugging Face exactly: a padding key gets the lowest finite score (HF adds finfo.min),
-// a future key of a causal model gets -inf. A query row whose keys are all padding therefore spreads
-// uniformly over them, as in HF.
-//
-// The two per-head products run on darkbert's AVX-512 tile kernel for float (scores: Q's rows against
-// K packed as 32-key panels; context: the pattern's rows against V's rows read in place, no packing) and
-// on Eigen otherwise. They need a little per-thread memory: AttentionScratch, prepared before the loop.
+/// @file
+/// Multi-head scaled dot-product attention on a fused QKV activation, one (batch, head) pair at a time, so
+/// heads are never copied apart: Q, K and V of head h are strided column blocks of qkv, and the head's
+/// context is written straight into its column block of ctx.
+///
+/// Shapes (N = B * L tokens, H = heads * d):
+/// @code
+/// qkv    [N, 3H]          rows b*L..b*L+L-1 belong to sequence b; columns [0,H) Q, [H,2H) K, [2H,3H) V
+/// scores [B, heads, L, L] pre-softmax after masking, then (in place) the attention pattern
+/// ctx    [N, H]           pattern · V, head h in columns [h*d, (h+1)*d)
+/// @endcode
+///
+/// Masking follows Hugging Face exactly: a padding key gets the lowest finite score (HF adds finfo.min),
+/// a future key of a causal model gets -inf. A query row whose keys are all padding therefore spreads
+/// uniformly over them, as in HF.
+///
+/// The two per-head products run on darkbert's AVX-512 tile kernel for float (scores: Q's rows against
+/// K packed as 32-key panels; context: the pattern's rows against V's rows read in place, no packing) and
+/// on Eigen otherwise (double, or the BLAS path of core/kernel_dispatch.hpp). They need a little
+/// per-thread memory: AttentionScratch, prepared before the loop.
 
 #include <omp.h>  // omp_get_thread_num
 
 #include <algorithm>    // std::min, std::max
-#include <cmath>        // std::exp
+#include <bit>          // std::bit_cast
+#include <cmath>        // std::exp, std::floor
+#include <cstdint>      // std::int32_t
 #include <limits>       // std::numeric_limits
 #include <type_traits>  // std::is_same_v
 #include <vector>
@@ -31,29 +37,39 @@
 #include "../../core/tensor.hpp"  // AlignedAllocator
 #include "../../core/xwt_gemm.hpp"  // xwt_kernel_available
 #include "dropout.hpp"
-#if defined(__AVX512F__)
+#if DARKBERT_HAS_AVX512_KERNEL
 #include "../../core/detail/xwt_kernel_avx512.hpp"
 #endif
 
 namespace darkbert::ops {
 
+/// The shape of one attention call (see the top of this header).
 struct AttentionShape {
+  /// @{
+  /// B, L, heads and d
   Index batch = 0, length = 0, heads = 0, head_dim = 0;
-  bool causal = false;
+  /// @}
+  bool causal = false;  ///<  whether query i sees only keys j <= i
 
+  /// H = heads · d.
   Index hidden() const { return heads * head_dim; }
+  /// L·L, the size of one map.
   Index map_size() const { return length * length; }
-  // Offset of the [L, L] map of (b, h) inside a [B, heads, L, L] buffer.
+  /// Offset of the [L, L] map of (b, h) inside a [B, heads, L, L] buffer.
   Index map_offset(Index b, Index h) const { return (b * heads + h) * map_size(); }
 };
 
-// Working memory of the float kernel path, one slice per thread: K of one head packed as panels, and
-// spare rows for a partial last tile. prepare(shape, threads) before a parallel loop that runs with
-// num_threads(threads); for_thread() inside it (it cannot fail there, so nothing throws inside the region).
+/// Working memory of the float kernel path, one slice per thread: K of one head packed as panels, and
+/// spare rows for a partial last tile. prepare(shape, threads) before a parallel loop that runs with
+/// num_threads(threads); for_thread() inside it (it cannot fail there, so nothing throws inside the region).
 struct AttentionScratch {
-  std::vector<float, AlignedAllocator<float>> buffer;
+  std::vector<float, AlignedAllocator<float>> buffer;  ///<  every thread's slice
+  /// @{
+  /// floats per thread, and of those the packed K panels
   Index per_thread = 0, panel_floats = 0;
+  /// @}
 
+  /// Sizes the buffer for `threads` threads on shape `s`.
   void prepare(const AttentionShape& s, int threads) {
     constexpr Index tile_rows = 12, tile_columns = 32;  // the kernel's register tile
     const Index panels = (s.length + tile_columns - 1) / tile_columns;
@@ -62,6 +78,7 @@ struct AttentionScratch {
     const auto total = static_cast<std::size_t>(per_thread * threads);
     if (buffer.size() < total) buffer.resize(total);
   }
+  /// This thread's slice.
   float* for_thread() { return buffer.data() + omp_get_thread_num() * per_thread; }
 };
 
@@ -70,10 +87,50 @@ template <class T>
 using StridedMatrix = Eigen::Map<const Matrix<T>, 0, Eigen::OuterStride<>>;
 template <class T>
 using MutableStridedMatrix = Eigen::Map<Matrix<T>, 0, Eigen::OuterStride<>>;
+
+#if DARKBERT_HAS_AVX512_KERNEL
+/// S [L, L] (row stride L) = Q Kᵀ for one head on the tile kernel: Q's rows against K packed as 32-key
+/// panels. q, k: the head's first element in qkv, row stride ld; `work` is this thread's scratch slice.
+DARKBERT_AVX512_TARGET inline void scores_by_tile(const float* q, const float* k, float* S, Index L, Index d, Index ld,
+                                                  float* work, Index panel_floats) {
+  using namespace darkbert::detail::avx512;
+  float* panels = work;
+  float* spare = work + panel_floats;
+  for (Index p = 0; p * kTileColumns < L; ++p)
+    pack_panel(k + p * kTileColumns * ld, ld, std::min(kTileColumns, L - p * kTileColumns), d, panels + p * kTileColumns * d);
+  for (Index q0 = 0; q0 < L; q0 += kTileRows) {
+    const Index rows = std::min(kTileRows, L - q0);
+    Index lda = 0;
+    const float* a = tile_rows(q + q0 * ld, ld, rows, d, spare, lda);
+    for (Index p = 0; p * kTileColumns < L; ++p)
+      tile_12x32(a, lda, panels + p * kTileColumns * d, kTileColumns, std::min(kTileColumns, L - p * kTileColumns), d,
+                 S + q0 * L + p * kTileColumns, L, rows);
+  }
+}
+
+/// c [L, d] (row stride H) = P [L, L] · V [L, d] (row stride 3H, read in place) on the tile kernel.
+DARKBERT_AVX512_TARGET inline void context_by_tile(const float* P, const float* v, float* c, Index L, Index d, Index H,
+                                                   float* spare) {
+  using namespace darkbert::detail::avx512;
+  for (Index q0 = 0; q0 < L; q0 += kTileRows) {
+    const Index rows = std::min(kTileRows, L - q0);
+    Index lda = 0;
+    const float* a = tile_rows(P + q0 * L, L, rows, L, spare, lda);
+    for (Index j0 = 0; j0 < d; j0 += kTileColumns)
+      tile_12x32(a, lda, v + j0, 3 * H, std::min(kTileColumns, d - j0), L, c + q0 * H + j0, H, rows);
+  }
+}
+#endif
+
+/// Whether the per-head products of T run on the tile kernel in this process.
+template <class T>
+bool attention_on_tile() {
+  return DARKBERT_HAS_AVX512_KERNEL && xwt_kernel_available<T>();
+}
 }  // namespace detail
 
-// Sum of v[0..n) in an order fixed by the indices alone (element j goes to partial sum j % 16, and the
-// 16 partial sums are added pairwise), so it vectorises and yet never depends on the buffer's alignment.
+/// Sum of v[0..n) in an order fixed by the indices alone (element j goes to partial sum j % 16, and the
+/// 16 partial sums are added pairwise), so it vectorises and yet never depends on the buffer's alignment.
 template <class T>
 T fixed_order_sum(const T* v, Index n) {
   constexpr Index lanes = 16;
@@ -88,8 +145,8 @@ T fixed_order_sum(const T* v, Index n) {
   return partial[0];
 }
 
-// scores[b, h] = scale · Q_bh K_bhᵀ, then the padding and causal masks.
-// key_mask [B, L]: 1 = real token, 0 = padding.
+/// scores[b, h] = scale · Q_bh K_bhᵀ, then the padding and causal masks.
+/// key_mask [B, L]: 1 = real token, 0 = padding.
 template <class T>
 void attention_scores(const T* qkv, const int* key_mask, T* scores, const AttentionShape& s, Index b, Index h,
                       T scale, AttentionScratch& scratch) {
@@ -97,24 +154,12 @@ void attention_scores(const T* qkv, const int* key_mask, T* scores, const Attent
   const T* q = qkv + b * L * ld + h * d;
   const T* k = q + s.hidden();
   T* S = scores + s.map_offset(b, h);
-  if constexpr (xwt_kernel_available<T>()) {
-#if defined(__AVX512F__)
-    using namespace darkbert::detail::avx512;
-    float* panels = scratch.for_thread();
-    float* spare = panels + scratch.panel_floats;
-    for (Index p = 0; p * kTileColumns < L; ++p)
-      pack_panel(k + p * kTileColumns * ld, ld, std::min(kTileColumns, L - p * kTileColumns), d, panels + p * kTileColumns * d);
-    for (Index q0 = 0; q0 < L; q0 += kTileRows) {
-      const Index rows = std::min(kTileRows, L - q0);
-      Index lda = 0;
-      const float* a = tile_rows(q + q0 * ld, ld, rows, d, spare, lda);
-      for (Index p = 0; p * kTileColumns < L; ++p)
-        tile_12x32(a, lda, panels + p * kTileColumns * d, kTileColumns, std::min(kTileColumns, L - p * kTileColumns), d,
-                   S + q0 * L + p * kTileColumns, L, rows);
-    }
+  if (detail::attention_on_tile<T>()) {
+#if DARKBERT_HAS_AVX512_KERNEL
+    if constexpr (std::is_same_v<T, float>) detail::scores_by_tile(q, k, S, L, d, ld, scratch.for_thread(), scratch.panel_floats);
 #endif
   } else {
-    (void)scratch;
+    (void)scratch;  // only the tile kernel needs it
     detail::StridedMatrix<T> Q(q, L, d, Eigen::OuterStride<>(ld));
     detail::StridedMatrix<T> K(k, L, d, Eigen::OuterStride<>(ld));
     MatrixMap<T>(S, L, L).noalias() = Q * K.transpose();
@@ -131,11 +176,63 @@ void attention_scores(const T* qkv, const int* key_mask, T* scores, const Attent
   }
 }
 
-// In-place row softmax of the masked scores of (b, h). Future keys of a causal row are exactly 0.
+namespace detail {
+/// exp(x) for float as plain arithmetic, so a loop of it vectorises for whatever target it is compiled
+/// for: Eigen's own float algorithm (Cephes: x = m ln 2 + r, a degree-5 polynomial in r, times 2^m; the
+/// argument clamped to ±88.723, and for x below that the result is kept at 2^m·exp(r) ≈ 3e-39 as Eigen's is).
+inline float exp_cephes(float x_in) {
+  const float x = std::min(88.723f, std::max(-88.723f, x_in));
+  const float m = std::floor(x * 1.44269504088896341f + 0.5f);
+  float r = m * -0.693359375f + x;
+  r = m * 2.12194440e-4f + r;
+  const float r2 = r * r, r3 = r2 * r;
+  float y = 1.9875691500E-4f * r + 1.3981999507E-3f;
+  float y1 = 4.1665795894E-2f * r + 1.6666665459E-1f;
+  const float y2 = r + 1.0f;
+  y = y * r + 8.3334519073E-3f;
+  y1 = y1 * r + 5.0000001201E-1f;
+  y = y * r3 + y1;
+  y = y * r2 + y2;
+  // 2^m for m in [-128, 128] as two factors 2^(m/2) that are each normal floats.
+  const std::int32_t e = static_cast<std::int32_t>(m);
+  const std::int32_t e1 = e >> 1, e2 = e - e1;
+  const float p1 = std::bit_cast<float>((e1 + 127) << 23), p2 = std::bit_cast<float>((e2 + 127) << 23);
+  return std::max(y * p1 * p2, x_in);
+}
+
+#if DARKBERT_HAS_AVX512_KERNEL
+/// One row's softmax over its first `visible` entries on the avx512 path (core/kernel_dispatch.hpp): the
+/// same steps as attention_softmax, vectorised for AVX-512 whatever flags the consumer compiled with.
+DARKBERT_AVX512_TARGET inline void softmax_row_avx512(float* row, Index visible) {
+  float max = row[0];
+#pragma omp simd reduction(max : max)
+  for (Index j = 1; j < visible; ++j) max = row[j] > max ? row[j] : max;
+#pragma omp simd
+  for (Index j = 0; j < visible; ++j) row[j] = exp_cephes(row[j] - max);
+  const float inverse = 1.0f / fixed_order_sum(row, visible);
+#pragma omp simd
+  for (Index j = 0; j < visible; ++j) row[j] *= inverse;
+}
+#endif
+}  // namespace detail
+
+/// In-place row softmax of the masked scores of (b, h). Future keys of a causal row are exactly 0.
 template <class T>
 void attention_softmax(T* scores, const AttentionShape& s, Index b, Index h) {
   const Index L = s.length;
   T* map = scores + s.map_offset(b, h);
+#if DARKBERT_HAS_AVX512_KERNEL
+  if constexpr (std::is_same_v<T, float>) {
+    if (kernel_path() == KernelPath::avx512) {
+      for (Index i = 0; i < L; ++i) {
+        const Index visible = s.causal ? i + 1 : L;
+        detail::softmax_row_avx512(map + i * L, visible);
+        std::fill(map + i * L + visible, map + (i + 1) * L, 0.0f);
+      }
+      return;
+    }
+  }
+#endif
   for (Index i = 0; i < L; ++i) {
     T* row = map + i * L;
     const Index visible = s.causal ? i + 1 : L;  // entries beyond are -inf -> 0
@@ -149,28 +246,20 @@ void attention_softmax(T* scores, const AttentionShape& s, Index b, Index h) {
   }
 }
 
-// ctx[b rows, head h columns] = P · V_bh for an [L, L] map P of (b, h): its pattern, or a dropped-out
-// copy of it during training.
+/// ctx[b rows, head h columns] = P · V_bh for an [L, L] map P of (b, h): its pattern, or a dropped-out
+/// copy of it during training.
 template <class T>
 void attention_context_from(const T* qkv, const T* P, T* ctx, const AttentionShape& s, Index b, Index h,
                             AttentionScratch& scratch) {
   const Index L = s.length, d = s.head_dim, H = s.hidden();
   const T* v = qkv + b * L * 3 * H + 2 * H + h * d;
   T* c = ctx + b * L * H + h * d;
-  if constexpr (xwt_kernel_available<T>()) {
-#if defined(__AVX512F__)
-    using namespace darkbert::detail::avx512;
-    float* spare = scratch.for_thread() + scratch.panel_floats;
-    for (Index q0 = 0; q0 < L; q0 += kTileRows) {
-      const Index rows = std::min(kTileRows, L - q0);
-      Index lda = 0;
-      const float* a = tile_rows(P + q0 * L, L, rows, L, spare, lda);
-      for (Index j0 = 0; j0 < d; j0 += kTileColumns)
-        tile_12x32(a, lda, v + j0, 3 * H, std::min(kTileColumns, d - j0), L, c + q0 * H + j0, H, rows);
-    }
+  if (detail::attention_on_tile<T>()) {
+#if DARKBERT_HAS_AVX512_KERNEL
+    if constexpr (std::is_same_v<T, float>) detail::context_by_tile(P, v, c, L, d, H, scratch.for_thread() + scratch.panel_floats);
 #endif
   } else {
-    (void)scratch;
+    (void)scratch;  // only the tile kernel needs it
     ConstMatrixMap<T> Pm(P, L, L);
     detail::StridedMatrix<T> V(v, L, d, Eigen::OuterStride<>(3 * H));
     detail::MutableStridedMatrix<T> C(c, L, d, Eigen::OuterStride<>(H));
@@ -178,23 +267,25 @@ void attention_context_from(const T* qkv, const T* P, T* ctx, const AttentionSha
   }
 }
 
-// ctx[b rows, head h columns] = pattern_bh · V_bh.
+/// ctx[b rows, head h columns] = pattern_bh · V_bh.
 template <class T>
 void attention_context(const T* qkv, const T* pattern, T* ctx, const AttentionShape& s, Index b, Index h,
                        AttentionScratch& scratch) {
   attention_context_from(qkv, pattern + s.map_offset(b, h), ctx, s, b, h, scratch);
 }
 
-// Backward of one (b, h) pair. P is the pattern that multiplied V (after masking policies, before
-// attention dropout, whose mask `drop` is regenerated: element (i, j) of the pair has index
-// drop_first + i·L + j). dctx [N, H] is the gradient of the context; dQ, dK, dV of (b, h) are written
-// into their own rows and columns of dqkv [N, 3H], so pairs run in parallel without conflicts.
-//   Pd = drop(P);  dV = Pdᵀ dC;  dP = drop(dC Vᵀ)
-//   dS = P ⊙ (dP - rowsum(dP ⊙ P))      softmax backward; masked keys have P = 0 and get nothing
-//   dQ = scale · dS K;  dK = scale · dSᵀ Q
-// When `through_scores` is false (a masking policy replaced the pattern, e.g. a disabled head) the
-// pattern does not depend on Q and K: dQ = dK = 0 and only V gets a gradient.
-// work: 2·L·L elements of this thread's scratch.
+/// Backward of one (b, h) pair. P is the pattern that multiplied V (after masking policies, before
+/// attention dropout, whose mask `drop` is regenerated: element (i, j) of the pair has index
+/// drop_first + i·L + j). dctx [N, H] is the gradient of the context; dQ, dK, dV of (b, h) are written
+/// into their own rows and columns of dqkv [N, 3H], so pairs run in parallel without conflicts.
+/// @code
+/// Pd = drop(P);  dV = Pdᵀ dC;  dP = drop(dC Vᵀ)
+/// dS = P ⊙ (dP - rowsum(dP ⊙ P))      softmax backward; masked keys have P = 0 and get nothing
+/// dQ = scale · dS K;  dK = scale · dSᵀ Q
+/// @endcode
+/// When `through_scores` is false (a masking policy replaced the pattern, e.g. a disabled head) the
+/// pattern does not depend on Q and K: dQ = dK = 0 and only V gets a gradient.
+/// work: 2·L·L elements of this thread's scratch.
 template <class T>
 void attention_backward(const T* qkv, const T* P, const T* dctx, T* dqkv, const AttentionShape& s, Index b, Index h,
                         T scale, bool through_scores, const DropoutMask& drop, Index drop_first, T* work) {

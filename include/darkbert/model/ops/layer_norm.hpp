@@ -1,10 +1,13 @@
 #pragma once
-// LayerNorm over the feature axis, optionally fused with the residual add that precedes it, and its
-// backward:
-//   sum = x + residual          (kept when `sum_out` is given: the pre-LN residual stream)
-//   out = (sum - mean) / sqrt(var + eps) * weight + bias
-// Shapes: x, residual, sum_out, out are [rows, cols] row-major; weight, bias [cols]; the statistics a
-// training pass saves are [rows] (mean, then 1 / sqrt(var + eps)).
+/// @file
+/// LayerNorm over the feature axis, optionally fused with the residual add that precedes it, and its
+/// backward:
+/// @code
+/// sum = x + residual          (kept when `sum_out` is given: the pre-LN residual stream)
+/// out = (sum - mean) / sqrt(var + eps) * weight + bias
+/// @endcode
+/// Shapes: x, residual, sum_out, out are [rows, cols] row-major; weight, bias [cols]; the statistics a
+/// training pass saves are [rows] (mean, then 1 / sqrt(var + eps)).
 
 #include <omp.h>  // omp_in_parallel
 
@@ -16,13 +19,15 @@
 
 namespace darkbert::ops {
 
-// Per-row statistics saved by a training forward: mean[rows], rstd[rows] (may be null: not saved).
+/// Per-row statistics saved by a training forward: mean[rows], rstd[rows] (may be null: not saved).
 template <class T>
 struct NormStats {
-  T* mean = nullptr;
-  T* rstd = nullptr;
+  T* mean = nullptr;  ///<  [rows]
+  T* rstd = nullptr;  ///<  [rows] 1 / sqrt(var + eps)
 };
 
+/// out = LayerNorm(x + residual) row by row with gain w and shift b; residual and sum_out (which
+/// receives x + residual) may be null. [rows, cols] -> [rows, cols].
 template <class T>
 void add_layer_norm_forward_raw(const T* x, const T* residual, T* sum_out, T* out, Index rows, Index cols, const T* w,
                                 const T* b, double eps, NormStats<T> stats = {}) {
@@ -56,23 +61,27 @@ void add_layer_norm_forward_raw(const T* x, const T* residual, T* sum_out, T* ou
   }
 }
 
+/// add_layer_norm_forward_raw with the parameters of `ln`.
 template <class T>
 void add_layer_norm_forward(const T* x, const T* residual, T* sum_out, T* out, Index rows, Index cols,
                             const LayerNormParams<T>& ln, double eps, NormStats<T> stats = {}) {
   add_layer_norm_forward_raw<T>(x, residual, sum_out, out, rows, cols, ln.weight.data(), ln.bias.data(), eps, stats);
 }
 
+/// out = LayerNorm(x) row by row.
 template <class T>
 void layer_norm_forward(const T* x, T* out, Index rows, Index cols, const LayerNormParams<T>& ln, double eps,
                         NormStats<T> stats = {}) {
   add_layer_norm_forward<T>(x, nullptr, nullptr, out, rows, cols, ln, eps, stats);
 }
 
-// Backward of out = LN(x) with x̂ = (x - mean) · rstd, given x and the saved statistics:
-//   dx     = rstd · (g - mean(g) - x̂ · mean(g · x̂)),  g = dy · weight     (dx += when accumulate)
-//   dweight += Σ_rows dy · x̂,   dbias += Σ_rows dy                          (grad may be null: frozen)
-// dx may alias dy. The parameter sums run over column blocks with rows in increasing order, so they do
-// not depend on the thread count.
+/// Backward of out = LN(x) with x̂ = (x - mean) · rstd, given x and the saved statistics:
+/// @code
+/// dx     = rstd · (g - mean(g) - x̂ · mean(g · x̂)),  g = dy · weight     (dx += when accumulate)
+/// dweight += Σ_rows dy · x̂,   dbias += Σ_rows dy                          (grad may be null: frozen)
+/// @endcode
+/// dx may alias dy. The parameter sums run over column blocks with rows in increasing order, so they do
+/// not depend on the thread count.
 template <class T>
 void layer_norm_backward_raw(const T* x, NormStats<T> stats, const T* dy, Index rows, Index cols, const T* w, T* dw,
                              T* db, T* dx, bool accumulate = false) {
@@ -113,6 +122,7 @@ void layer_norm_backward_raw(const T* x, NormStats<T> stats, const T* dy, Index 
   }
 }
 
+/// Backward of layer_norm_forward: dx (added to when `accumulate`), and += into grad's gain and shift.
 template <class T>
 void layer_norm_backward(const T* x, NormStats<T> stats, const T* dy, Index rows, Index cols,
                          const LayerNormParams<T>& ln, LayerNormParams<T>* grad, T* dx, bool accumulate = false) {

@@ -1,7 +1,8 @@
 #pragma once
-// y = f(x Wᵀ + b): one product, with the bias and an optional activation applied to each block of y
-// as soon as the product has finished it (see core/xwt_gemm.hpp); and its backward.
-// Shapes: x [rows, in], W [out, in], b [out], y [rows, out]; all row-major.
+/// @file
+/// y = f(x Wᵀ + b): one product, with the bias and an optional activation applied to each block of y
+/// as soon as the product has finished it (see core/xwt_gemm.hpp); and its backward.
+/// Shapes: x [rows, in], W [out, in], b [out], y [rows, out]; all row-major.
 
 #include "../../core/blas.hpp"  // gemm
 #include "../../core/matrix.hpp"
@@ -12,8 +13,8 @@
 
 namespace darkbert::ops {
 
-// The same on raw buffers (bias may be null). `pre_activation` [rows, out], when given, receives
-// x Wᵀ + b before the activation (what the activation's backward needs).
+/// The same on raw buffers (bias may be null). `pre_activation` [rows, out], when given, receives
+/// x Wᵀ + b before the activation (what the activation's backward needs).
 template <class T>
 void linear_forward_raw(const T* x, Index rows, Index in, const T* w, const T* bias, Index out, T* y,
                         Activation epilogue, XwtScratch& scratch, T* pre_activation = nullptr) {
@@ -24,6 +25,7 @@ void linear_forward_raw(const T* x, Index rows, Index in, const T* w, const T* b
   });
 }
 
+/// y = epilogue(x Wᵀ + b) for a Linear layer: [rows, in] -> [rows, out].
 template <class T>
 void linear_forward(const T* x, Index rows, const Linear<T>& lin, T* y, Activation epilogue, XwtScratch& scratch,
                     T* pre_activation = nullptr) {
@@ -31,15 +33,15 @@ void linear_forward(const T* x, Index rows, const Linear<T>& lin, T* y, Activati
                         epilogue, scratch, pre_activation);
 }
 
-// Convenience for one-off calls (heads, tests): allocates its own scratch.
+/// Convenience for one-off calls (heads, tests): allocates its own scratch.
 template <class T>
 void linear_forward(const T* x, Index rows, const Linear<T>& lin, T* y, Activation epilogue = Activation::none) {
   XwtScratch scratch;
   linear_forward(x, rows, lin, y, epilogue, scratch);
 }
 
-// out[c] += Σ_r m[r, c] for m [rows, cols]. Threads own column blocks and every column is summed over
-// rows in increasing order, so the result does not depend on the thread count.
+/// out[c] += Σ_r m[r, c] for m [rows, cols]. Threads own column blocks and every column is summed over
+/// rows in increasing order, so the result does not depend on the thread count.
 template <class T>
 void add_column_sums(const T* m, Index rows, Index cols, T* out) {
   for_column_blocks(cols, rows * cols > (1 << 16), [&](Index c0, Index c1) {
@@ -51,12 +53,14 @@ void add_column_sums(const T* m, Index rows, Index cols, T* out) {
   });
 }
 
-// Backward of y = x Wᵀ + b (the activation's backward has already been applied to dy):
-//   dx [rows, in]  = dy · W        (added to dx when accumulate_dx; dx may be null: not needed)
-//   dW [out, in]  += dyᵀ · x       (dW may be null: frozen weight)
-//   db [out]      += Σ_rows dy     (db may be null)
-// The products run on OpenBLAS, split over the threads by output blocks (core/blas.hpp): each element
-// is computed by one thread in a fixed order, so gradients are bit-identical from run to run.
+/// Backward of y = x Wᵀ + b (the activation's backward has already been applied to dy):
+/// @code
+/// dx [rows, in]  = dy · W        (added to dx when accumulate_dx; dx may be null: not needed)
+/// dW [out, in]  += dyᵀ · x       (dW may be null: frozen weight)
+/// db [out]      += Σ_rows dy     (db may be null)
+/// @endcode
+/// The products run on OpenBLAS, split over the threads by output blocks (core/blas.hpp): each element
+/// is computed by one thread in a fixed order, so gradients are bit-identical from run to run.
 template <class T>
 void linear_backward_raw(const T* x, const T* dy, Index rows, Index in, Index out, const T* w, T* dw, T* db, T* dx,
                          bool accumulate_dx = false) {
@@ -66,6 +70,7 @@ void linear_backward_raw(const T* x, const T* dy, Index rows, Index in, Index ou
   if (db) add_column_sums(dy, rows, out, db);
 }
 
+/// Backward of linear_forward (see linear_backward_raw); grad may be null (frozen layer).
 template <class T>
 void linear_backward(const T* x, const T* dy, Index rows, const Linear<T>& lin, Linear<T>* grad, T* dx,
                      bool accumulate_dx = false) {

@@ -1,9 +1,12 @@
 #pragma once
-// The training losses, forward and backward side by side (mean reduction, as PyTorch):
-//   cross_entropy  logits [rows, classes], labels [rows]; rows labelled ignore_index (-100) are skipped,
-//                  loss = mean over the others of logsumexp(logits_r) - logits_r[label_r]
-//   mse            x, target [n]; loss = mean (x - target)²
-// The backward recomputes the softmax from the logits instead of storing it.
+/// @file
+/// The training losses, forward and backward side by side (mean reduction, as PyTorch):
+/// @code
+/// cross_entropy  logits [rows, classes], labels [rows]; rows labelled ignore_index (-100) are skipped,
+///                loss = mean over the others of logsumexp(logits_r) - logits_r[label_r]
+/// mse            x, target [n]; loss = mean (x - target)²
+/// @endcode
+/// The backward recomputes the softmax from the logits instead of storing it.
 
 #include <omp.h>  // omp_in_parallel
 
@@ -16,9 +19,10 @@
 
 namespace darkbert::ops {
 
+/// The label of a position the loss skips, as in PyTorch's cross_entropy.
 inline constexpr int ignore_index = -100;
 
-// Number of rows that count (label != ignore_index); checks every label is a valid class.
+/// Number of rows that count (label != ignore_index); checks every label is a valid class.
 inline Index counted_labels(const int* labels, Index rows, Index classes) {
   Index n = 0;
   for (Index r = 0; r < rows; ++r) {
@@ -31,7 +35,7 @@ inline Index counted_labels(const int* labels, Index rows, Index classes) {
   return n;
 }
 
-// log Σ_j exp(row[j]), stable.
+/// log Σ_j exp(row[j]), stable.
 template <class T>
 T log_sum_exp(const T* row, Index n) {
   T max = row[0];
@@ -41,8 +45,8 @@ T log_sum_exp(const T* row, Index n) {
   return max + std::log(sum);
 }
 
-// Mean cross-entropy; `row_loss` [rows] is scratch (summed in row order, so the result is deterministic).
-// No counted row -> 0 (PyTorch gives NaN; a batch with nothing to predict contributes nothing here).
+/// Mean cross-entropy; `row_loss` [rows] is scratch (summed in row order, so the result is deterministic).
+/// No counted row -> 0 (PyTorch gives NaN; a batch with nothing to predict contributes nothing here).
 template <class T>
 T cross_entropy_forward(const T* logits, const int* labels, Index rows, Index classes, T* row_loss) {
   const Index counted = counted_labels(labels, rows, classes);
@@ -55,7 +59,7 @@ T cross_entropy_forward(const T* logits, const int* labels, Index rows, Index cl
   return counted ? total / static_cast<T>(counted) : T(0);
 }
 
-// dlogits += dloss · (softmax(logits_r) - onehot(label_r)) / counted, for counted rows.
+/// dlogits += dloss · (softmax(logits_r) - onehot(label_r)) / counted, for counted rows.
 template <class T>
 void cross_entropy_backward(const T* logits, const int* labels, Index rows, Index classes, T dloss, T* dlogits) {
   const Index counted = counted_labels(labels, rows, classes);
@@ -72,6 +76,7 @@ void cross_entropy_backward(const T* logits, const int* labels, Index rows, Inde
   }
 }
 
+/// Mean squared error over n values (0 for n = 0).
 template <class T>
 T mse_forward(const T* x, const T* target, Index n) {
   T total = 0;
@@ -79,6 +84,7 @@ T mse_forward(const T* x, const T* target, Index n) {
   return n ? total / static_cast<T>(n) : T(0);
 }
 
+/// dx += dloss · d mse / dx.
 template <class T>
 void mse_backward(const T* x, const T* target, Index n, T dloss, T* dx) {
   const T scale = n ? T(2) * dloss / static_cast<T>(n) : T(0);

@@ -1,0 +1,57 @@
+# Run-time kernel dispatch, end to end through the `darkbert` binary:
+# - `darkbert --version` names the kernel path: avx512 when /proc/cpuinfo lists AVX-512 F/BW/DQ/VL,
+#   blas under DARKBERT_KERNEL=blas, and an unknown DARKBERT_KERNEL is refused by name;
+# - the forward pass of BERT, RoBERTa, DistilBERT and GPT-2 on the forced BLAS path agrees with the one on
+#   the default path within the float32 fixture tolerance (`darkbert run --against`);
+# - the comparison is not vacuous: a run with a disabled head does not agree.
+set(expect_path blas)
+if(EXISTS /proc/cpuinfo)
+  file(READ /proc/cpuinfo cpuinfo)
+  if(cpuinfo MATCHES "avx512f" AND cpuinfo MATCHES "avx512bw" AND cpuinfo MATCHES "avx512dq"
+     AND cpuinfo MATCHES "avx512vl" AND cpuinfo MATCHES " fma")
+    set(expect_path avx512)
+  endif()
+endif()
+
+function(version_line env_value out_var)
+  execute_process(COMMAND ${CMAKE_COMMAND} -E env "DARKBERT_KERNEL=${env_value}" "${CLI}" --version
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE log ERROR_VARIABLE err)
+  set(${out_var} "${rc};${log}${err}" PARENT_SCOPE)
+endfunction()
+
+version_line(auto result)
+if(NOT result MATCHES "^0;darkbert [0-9]+\\.[0-9]+\\.[0-9]+ \\(kernel: ${expect_path},")
+  message(FATAL_ERROR "darkbert --version should name the '${expect_path}' kernel path: ${result}")
+endif()
+version_line(blas result)
+if(NOT result MATCHES "^0;darkbert [0-9.]+ \\(kernel: blas,")
+  message(FATAL_ERROR "DARKBERT_KERNEL=blas did not force the BLAS path: ${result}")
+endif()
+version_line(avx3 result)
+if(result MATCHES "^0;" OR NOT result MATCHES "DARKBERT_KERNEL='avx3'")
+  message(FATAL_ERROR "an unknown DARKBERT_KERNEL was not refused by name: ${result}")
+endif()
+
+foreach(stem bert_model roberta_model distilbert_seqcls gpt2_lm)
+  set(cases "${SHARED}/golden/cases/${stem}.json")
+  file(REMOVE_RECURSE "${OUT}/${stem}")
+  execute_process(COMMAND ${CMAKE_COMMAND} -E env DARKBERT_KERNEL=auto "${CLI}" run --cases "${cases}"
+                  --out "${OUT}/${stem}/default" RESULT_VARIABLE rc OUTPUT_VARIABLE log ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "darkbert run on the default path failed for ${cases}:\n${log}\n${err}")
+  endif()
+  execute_process(COMMAND ${CMAKE_COMMAND} -E env DARKBERT_KERNEL=blas "${CLI}" run --cases "${cases}"
+                  --out "${OUT}/${stem}/blas" --against "${OUT}/${stem}/default"
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE log ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0 OR NOT log MATCHES "all outputs within tolerance")
+    message(FATAL_ERROR "the BLAS path disagrees with the ${expect_path} path on ${cases}:\n${log}\n${err}")
+  endif()
+  message(STATUS "${stem}: blas agrees with ${expect_path}")
+endforeach()
+
+execute_process(COMMAND ${CMAKE_COMMAND} -E env DARKBERT_KERNEL=blas "${CLI}" run
+                --cases "${SHARED}/golden/cases/bert_model.json" --out "${OUT}/disabled" --disable 0:1
+                --against "${OUT}/bert_model/default" RESULT_VARIABLE rc OUTPUT_VARIABLE log ERROR_VARIABLE err)
+if(rc EQUAL 0)
+  message(FATAL_ERROR "darkbert run --against did not notice a disabled head:\n${log}")
+endif()
