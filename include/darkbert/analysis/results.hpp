@@ -50,8 +50,8 @@ namespace darkbert {
 template <class T>
 struct Table {
   std::string name;                    ///< what the numbers are; also the file stem in write_table
-  std::string row_axis = "";        ///< what a row is ("layer")
-  std::string col_axis = "";        ///< what a column is ("head")
+  std::string row_axis = "row";     ///< what a row is ("layer")
+  std::string col_axis = "col";     ///< what a column is ("head")
   std::vector<std::string> row_names;  ///< [rows]
   std::vector<std::string> col_names;  ///< [cols]
   xt::xtensor<T, 2> values;            ///< [rows, cols]

@@ -74,7 +74,7 @@ struct AnnotatedWord {
   std::string form;  ///<  the word as written
   Span span;                ///< bytes of the annotated text ({0,0} when words were given without text)
   std::string upos;         ///< predicted Universal POS tag
-  std::string role = "";   ///< predicted "_", "nsubj", "nsubj:pass" or "obj"
+  std::string role = "_";  ///< predicted "_", "nsubj", "nsubj:pass" or "obj"
   bool negation = false;    ///< in the negation lexicon
 
   /// UPOS NOUN or PROPN.

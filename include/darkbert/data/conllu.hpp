@@ -373,7 +373,7 @@ struct ConlluSurfaceToken {
   std::size_t first_word = 0, last_word = 0;
   /// @}
   bool space_after = true;  ///<  whether a space follows in the text
-  std::string spaces_after = "";  ///< what follows in the text (SpaceAfter=No: "", SpacesAfter=...)
+  std::string spaces_after = " ";  ///< what follows in the text (SpaceAfter=No: "", SpacesAfter=...)
 };
 
 /// The sentence as written: multiword tokens as one token, other words as themselves.

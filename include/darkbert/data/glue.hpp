@@ -351,7 +351,7 @@ struct GlueFinetuneOptions {
   std::size_t max_eval = 0;        ///< cap on evaluation rows (0 = no cap); the replication used 500
   std::uint64_t seed = 20190820;   ///< seed of the dev split (only used when train.tsv is absent)
   double eval_fraction = 0.2;      ///< share of dev held out for evaluation when train.tsv is absent
-  std::string_view mnli_eval = "";  ///< MNLI: evaluate on dev_matched or dev_mismatched
+  std::string_view mnli_eval = "dev_matched";  ///< MNLI: evaluate on dev_matched or dev_mismatched
 };
 
 /// A fine-tuning split and an evaluation split of one task (see load_glue_finetune).

@@ -35,7 +35,7 @@ struct AttentionGridOptions {
   /// number of the first row/column (1 = 1-based)
   long row_first = 0, col_first = 0;
   /// @}
-  std::string value_label = "";  ///< title of the colour bar
+  std::string value_label = "attention weight";  ///< title of the colour bar
   Colormap map = Colormap::viridis();  ///<  colours of the cells
   /// @{
   /// shared colour scale; default: the finite data range
