@@ -35,9 +35,9 @@ TEST_CASE("a line chart labels its axes, ticks and series") {
 
 TEST_CASE("line chart errors name the file and the problem") {
   const auto dir = darkbert::test::scratch_dir("viz_line_chart_errors");
-  CHECK(message_of([&] { darkbert::write_line_chart(dir / "a.png", {}, {}); }).find("a.png: a line chart needs at least one series") == 0);
+  CHECK(message_of([&] { darkbert::write_line_chart(dir / "a.png", {}, {}); }).find("a.png: a line chart needs at least one series") != std::string::npos);
   CHECK(message_of([&] { darkbert::write_line_chart(dir / "b.png", {{"s", {1, 2}, {1}}}, {}); })
-            .find("b.png: series 's' has 2 x and 1 y values") == 0);
+            .find("b.png: series 's' has 2 x and 1 y values") != std::string::npos);
   CHECK(message_of([&] { darkbert::write_line_chart(dir / "c.png", {{"s", {1, 2}, {1, 2}}}, {.y_min = 2.0, .y_max = 1.0}); })
             .find("y_min must be below y_max") != std::string::npos);
 }

@@ -34,8 +34,10 @@ struct LineSeries {
 /// Labels and size of a line chart.
 struct LineChartOptions {
   std::string title;                ///< above the plot (may be empty)
-  std::string x_label, y_label;     ///< axis titles
-  std::optional<double> y_min, y_max;  ///< fixed value range (default: the data's, padded)
+  std::string x_label;              ///< title of the x axis
+  std::string y_label;              ///< title of the y axis
+  std::optional<double> y_min;      ///< fixed lower end of the y axis (default: the data's, padded)
+  std::optional<double> y_max;      ///< fixed upper end of the y axis
   double plot_width = 360;          ///< points
   double plot_height = 220;         ///< points
   double pixels_per_point = 2;      ///< PNG resolution
