@@ -12,7 +12,7 @@
 #include "darkbert/core/threads.hpp"
 #include "darkbert/model/transformer.hpp"
 #include "darkbert/train/optimizer.hpp"
-#include "darkbert/train/task_loss.hpp"
+#include "darkbert/train/training_step.hpp"
 #include "bench_main.hpp"
 
 namespace {
@@ -112,21 +112,13 @@ void BM_TrainStep(benchmark::State& state) {
   for (Index i = 0; i < B * kLength; ++i) batch.input_ids.push_back(1000 + static_cast<int>(rng() % 29000));
   darkbert::TaskLabels labels;
   for (Index b = 0; b < B; ++b) labels.classes.push_back(static_cast<int>(b % 2));
-  darkbert::autodiff::Tape<float> tape;
-  auto grads = model.zero_gradients();
+  darkbert::TrainingStep<float> training(model);
   darkbert::AdamW<float> optimizer(model);
-  darkbert::ForwardResult<float> out;
-  darkbert::LossTargets<float> targets;
-  darkbert::ForwardOptions<float> options;
-  options.keep_attentions = options.keep_hidden_states = false;
   std::uint64_t step = 0;
   auto train = [&] {
-    const darkbert::TrainingPass<float> pass{.tape = &tape, .gradients = &grads, .seed = 3, .step = step++};
-    options.training = &pass;
-    model.forward_into(batch, options, out);
-    tape.backward(darkbert::task_loss(tape, model, batch, out, labels, targets));
-    optimizer.step(grads, 1e-5);
-    optimizer.zero_grad(grads);
+    training.forward_backward(model, batch, labels, {.seed = 3, .step = step++});
+    optimizer.step(training.gradients(), 1e-5);
+    optimizer.zero_grad(training.gradients());
   };
   train();  // sizes every buffer outside the timing
   for (auto _ : state) train();

@@ -58,14 +58,6 @@ inline ModelConfig classifier_config(ModelConfig c, const GlueTaskInfo& info, co
   return c;
 }
 
-inline void copy_tokenizer_files(const std::filesystem::path& from, const std::filesystem::path& to) {
-  for (const char* name : {"vocab.txt", "vocab.json", "merges.txt", "tokenizer_config.json", "special_tokens_map.json"}) {
-    const auto source = from / name;
-    if (std::filesystem::exists(source) && !std::filesystem::equivalent(from, to))
-      std::filesystem::copy_file(source, to / name, std::filesystem::copy_options::overwrite_existing);
-  }
-}
-
 inline void run_finetune_command(const FinetuneOptions& o) {
   const GlueTask task = parse_glue_task(o.task);
   const auto& info = glue_task_info(task);

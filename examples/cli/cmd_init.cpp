@@ -32,12 +32,7 @@ void add_init_command(CLI::App& app) {
     const auto model = Transformer<float>::random(config, TaskHeads::for_architecture(config), o->seed);
     model.save(o->out);
     if (!o->tokenizer.empty()) {
-      int copied = 0;
-      for (const char* file : {"vocab.txt", "vocab.json", "merges.txt", "tokenizer_config.json"})
-        if (std::filesystem::exists(o->tokenizer / file)) {
-          std::filesystem::copy_file(o->tokenizer / file, o->out / file, std::filesystem::copy_options::overwrite_existing);
-          ++copied;
-        }
+      const int copied = copy_tokenizer_files(o->tokenizer, o->out);
       if (copied == 0) fail(o->tokenizer.string(), ": no vocab.txt or vocab.json + merges.txt to copy");
     }
     std::cout << "wrote " << o->out.string() << " (" << family_name(config.family) << ", " << config.num_layers

@@ -175,7 +175,8 @@ inline void run_pretrain_command(const PretrainCommand& cmd) {
                                                  {.max_length = static_cast<std::size_t>(r.seq)}));
   const HeadPatternProbe probe(std::move(probe_inputs));
 
-  auto model = loaded ? std::move(*loaded) : Transformer<float>::random(recipe_config(r), TaskHeads::for_architecture(recipe_config(r)), r.seed);
+  const ModelConfig config = recipe_config(r);
+  auto model = loaded ? std::move(*loaded) : Transformer<float>::random(config, TaskHeads::for_architecture(config), r.seed);
   AdamW<float> optimizer(model, {.weight_decay = 0.01});
   if (loaded) restore_optimizer(checkpoint_dir, optimizer);
   fs::create_directories(cmd.out);
@@ -230,8 +231,7 @@ inline void run_pretrain_command(const PretrainCommand& cmd) {
                    {.evaluate = evaluate, .checkpoint = checkpoint, .after_step = after_step});
 
   model.save(cmd.out);
-  for (const char* name : {"vocab.txt", "vocab.json", "merges.txt"})
-    if (fs::exists(vocab_dir / name)) fs::copy_file(vocab_dir / name, cmd.out / name, fs::copy_options::overwrite_existing);
+  copy_tokenizer_files(vocab_dir, cmd.out);
   std::printf("heldout_accuracy=%.4f heldout_loss=%.4f steps=%lld tokens_per_s=%.0f\n", last.accuracy, last.loss,
               static_cast<long long>(state.step), static_cast<double>(state.tokens) / std::max(1e-9, state.seconds));
 }

@@ -2,6 +2,8 @@
 // The subcommands of the `darkbert` binary; each is defined in its own cmd_<name>.cpp.
 #include <CLI/CLI.hpp>
 
+#include <filesystem>  // std::filesystem
+
 namespace darkbert::cli {
 void add_run_command(CLI::App& app);       // run a golden-format cases file
 void add_sweep_command(CLI::App& app);     // head/layer ablation sweep on a GLUE task
@@ -11,4 +13,19 @@ void add_bench_command(CLI::App& app);     // forward-pass benchmark
 void add_init_command(CLI::App& app);      // randomly initialised checkpoint
 void add_finetune_command(CLI::App& app);  // fine-tune on a GLUE task
 void add_pretrain_command(CLI::App& app);  // pretrain from scratch on the corpus
+
+// Copies the tokenizer files found in `from` (WordPiece vocab.txt, GPT-2 vocab.json + merges.txt, and the
+// Hugging Face tokenizer configs) into the checkpoint folder `to`, so that it loads as a whole; returns
+// how many were copied. Copying a folder onto itself copies nothing.
+inline int copy_tokenizer_files(const std::filesystem::path& from, const std::filesystem::path& to) {
+  if (std::filesystem::exists(to) && std::filesystem::equivalent(from, to)) return 0;
+  int copied = 0;
+  for (const char* name : {"vocab.txt", "vocab.json", "merges.txt", "tokenizer_config.json", "special_tokens_map.json"})
+    if (std::filesystem::exists(from / name)) {
+      std::filesystem::copy_file(from / name, to / name, std::filesystem::copy_options::overwrite_existing);
+      ++copied;
+    }
+  return copied;
+}
+
 }  // namespace darkbert::cli
