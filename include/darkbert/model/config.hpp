@@ -94,15 +94,14 @@ struct ModelConfig {
   static constexpr int max_labels = 1 << 20;
   static constexpr std::uint64_t max_parameters = 1ull << 35;  // 34 billion: 137 GB of float32
 
-  // Parameters of the base model plus a classifier of labels.size() labels (heads such as the MLM
-  // transform add O(H²) more; load() checks the exact shapes). Computed without overflow for any config
-  // that passed the per-field limits above.
+  // Parameters of the base model (embeddings, blocks, their LayerNorms); task heads add more, and load()
+  // checks the exact shapes. Computed without overflow for any config within the per-field limits above.
   std::uint64_t parameter_count() const {
     const std::uint64_t H = static_cast<std::uint64_t>(hidden_size), I = static_cast<std::uint64_t>(intermediate_size);
     const std::uint64_t per_layer = 4 * H * H + 2 * H * I + 9 * H + I;  // qkv, out, two FFN, biases, 2 LNs
     const std::uint64_t embeddings = (static_cast<std::uint64_t>(vocab_size) + static_cast<std::uint64_t>(max_positions) +
                                       static_cast<std::uint64_t>(type_vocab_size) + 2) * H;
-    return embeddings + static_cast<std::uint64_t>(num_layers) * per_layer + labels.size() * (H + 1);
+    return embeddings + static_cast<std::uint64_t>(num_layers) * per_layer;
   }
 
   void validate(const std::string& source) const {
