@@ -280,6 +280,13 @@ TEST_CASE("byte-level BPE on a 1 MB word: linear-time merge, same tokens as the 
     Access::merge_long(gpt2, b);
     CHECK(a == b);
   }
+  // Fuzz finding (tokenizer_text, empty input): merge_long read symbol 0 of an empty sequence.
+  for (std::string tiny : {std::string(), std::string("a")}) {
+    auto a = Access::symbols(gpt2, tiny), b = a;
+    Access::merge_short(gpt2, a);
+    Access::merge_long(gpt2, b);
+    CHECK(a == b);
+  }
   std::string word;
   for (int i = 0; i < 1'000'000 / 8; ++i) word += "abcdefgh";
   const auto start = std::chrono::steady_clock::now();

@@ -357,6 +357,7 @@ class BpeTokenizer {
   // pushed, exactly as one pass of merge_short. (A merged symbol ab never equals a or b, so no pair formed
   // during a pass can belong to that pass.)
   void merge_long(std::vector<int>& syms) const {
+    if (syms.size() < 2) return;  // nothing to merge (and the list walk below starts at symbol 0)
     const std::size_t n = syms.size(), none = static_cast<std::size_t>(-1);
     std::vector<std::size_t> next(n), prev(n);
     std::vector<char> alive(n, 1);
