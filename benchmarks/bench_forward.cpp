@@ -71,7 +71,7 @@ BENCHMARK(BM_Stage_Embeddings)->Arg(1)->Arg(8)->Unit(benchmark::kMillisecond)->U
 
 void BM_Stage_QKV(benchmark::State& state) {
   Stage s(state.range(0));
-  for (auto _ : state) darkbert::ops::linear_forward<float>(s.x.data(), s.N, s.block.qkv, s.qkv.data(), darkbert::ops::Epilogue::none, s.scratch);
+  for (auto _ : state) darkbert::ops::linear_forward<float>(s.x.data(), s.N, s.block.qkv, s.qkv.data(), darkbert::Activation::none, s.scratch);
   state.counters["GFLOP/s"] = benchmark::Counter(2.0 * s.N * s.H * 3 * s.H * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_Stage_QKV)->Arg(1)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime();
@@ -101,7 +101,7 @@ BENCHMARK(BM_Stage_Context)->Arg(1)->Arg(8)->Unit(benchmark::kMillisecond)->UseR
 void BM_Stage_OutputLayerNorm(benchmark::State& state) {
   Stage s(state.range(0));
   for (auto _ : state) {
-    darkbert::ops::linear_forward<float>(s.ctx.data(), s.N, s.block.attn_out, s.out.data(), darkbert::ops::Epilogue::none, s.scratch);
+    darkbert::ops::linear_forward<float>(s.ctx.data(), s.N, s.block.attn_out, s.out.data(), darkbert::Activation::none, s.scratch);
     darkbert::ops::add_layer_norm_forward<float>(s.out.data(), s.x.data(), nullptr, s.out.data(), s.N, s.H, s.block.attn_norm, 1e-12);
   }
 }
@@ -110,8 +110,8 @@ BENCHMARK(BM_Stage_OutputLayerNorm)->Arg(1)->Arg(8)->Unit(benchmark::kMillisecon
 void BM_Stage_FFN(benchmark::State& state) {
   Stage s(state.range(0));
   for (auto _ : state) {
-    darkbert::ops::linear_forward<float>(s.x.data(), s.N, s.block.mlp_in, s.mlp.data(), darkbert::ops::Epilogue::gelu_erf, s.scratch);
-    darkbert::ops::linear_forward<float>(s.mlp.data(), s.N, s.block.mlp_out, s.out.data(), darkbert::ops::Epilogue::none, s.scratch);
+    darkbert::ops::linear_forward<float>(s.x.data(), s.N, s.block.mlp_in, s.mlp.data(), darkbert::Activation::gelu_erf, s.scratch);
+    darkbert::ops::linear_forward<float>(s.mlp.data(), s.N, s.block.mlp_out, s.out.data(), darkbert::Activation::none, s.scratch);
     darkbert::ops::add_layer_norm_forward<float>(s.out.data(), s.x.data(), nullptr, s.out.data(), s.N, s.H, s.block.mlp_norm, 1e-12);
   }
   state.counters["GFLOP/s"] = benchmark::Counter(4.0 * s.N * s.H * s.I * 1e-9, benchmark::Counter::kIsIterationInvariantRate);

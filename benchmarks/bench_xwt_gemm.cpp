@@ -29,7 +29,7 @@ struct Problem {
   }
   auto epilogue() {
     return [this](float* part, Index first, Index n) {
-      darkbert::ops::bias_epilogue(part, bias.data() + first, n, darkbert::ops::Epilogue::none);
+      darkbert::ops::bias_epilogue(part, bias.data() + first, n, darkbert::Activation::none);
     };
   }
   void report(benchmark::State& state) const {

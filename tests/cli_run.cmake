@@ -1,4 +1,5 @@
-# `darkbert run --check` on every golden cases file, in float32 and float64: every output is written under
+# `darkbert run --check` on every golden cases file, in float32 and float64: every output (and every labelled
+# case's loss and parameter gradients) is written under
 # its expected base name and agrees with the expected values within the fixture tolerance.
 file(GLOB case_files "${SHARED}/golden/cases/*.json")
 list(LENGTH case_files n)
@@ -29,6 +30,16 @@ foreach(dtype float32 float64)
         get_filename_component(base "${rel}" NAME)
         if(NOT EXISTS "${out}/${base}")
           message(FATAL_ERROR "${cases}: output ${out}/${base} was not written")
+        endif()
+      endforeach()
+      # A labelled case also writes its loss and every parameter's gradient (checked by --check above).
+      foreach(field loss_file grads_file)
+        string(JSON rel ERROR_VARIABLE missing GET "${json}" cases ${i} ${field})
+        if(NOT missing)
+          get_filename_component(base "${rel}" NAME)
+          if(NOT EXISTS "${out}/${base}")
+            message(FATAL_ERROR "${cases}: ${field} ${out}/${base} was not written")
+          endif()
         endif()
       endforeach()
     endforeach()

@@ -65,18 +65,18 @@ TEST_CASE("name variants load to identical parameters") {
   CHECK(gpt_buffers.unused_tensors().empty());
   const auto sharded = Model::load(golden_dir() / "models" / "bert_seqcls3_sharded");
   const auto single = Model::load(golden_dir() / "models" / "bert_seqcls3");
-  CHECK(sharded.params().heads.classifier->out.weight == single.params().heads.classifier->out.weight);
+  CHECK(sharded.params().task_heads.classifier->out.weight == single.params().task_heads.classifier->out.weight);
 }
 
 TEST_CASE("heads are detected from the tensors present") {
   const auto pre = Model::load(golden_dir() / "models" / "bert_pretraining");
-  CHECK(pre.params().heads.masked_lm.has_value());
-  CHECK(pre.params().heads.next_sentence.has_value());
+  CHECK(pre.params().task_heads.masked_lm.has_value());
+  CHECK(pre.params().task_heads.next_sentence.has_value());
   const auto reg = Model::load(golden_dir() / "models" / "bert_seqreg");
-  CHECK(reg.params().heads.classifier->out.out() == 1);
+  CHECK(reg.params().task_heads.classifier->out.out() == 1);
   const auto distil = Model::load(golden_dir() / "models" / "distilbert_seqcls");
   CHECK(distil.config().labels == std::vector<std::string>{"NEGATIVE", "POSITIVE"});
-  CHECK(distil.params().heads.classifier->pre.has_value());
+  CHECK(distil.params().task_heads.classifier->pre.has_value());
 }
 
 TEST_CASE("bad checkpoints are rejected with the file, tensor and problem named") {

@@ -4,6 +4,13 @@
 // Times the forward pass of a randomly initialised BERT-shaped encoder (seeded) and prints one line:
 //   ms_per_batch=… ms_per_seq=… gflops=… peak_rss_mb=… median_ms_per_batch=…
 // (best of --reps after one warm-up; GFLOP/s from the best time).
+//
+// darkbert bench train-step [same shape options; --batch 8 by default] [--no-dropout]
+//
+// Times one training step of a BERT sequence classifier (random weights, random tokens, no padding,
+// dropout on): forward, cross-entropy, backward, AdamW. Prints one line:
+//   ms_per_step=… median_ms=… tokens_per_s=… gflops=… peak_rss_mb=…
+// (GFLOP/s counts 3× the forward's products, the convention of ../shared/notes/performance.md.)
 
 #include <CLI/CLI.hpp>
 
@@ -19,6 +26,8 @@
 #include "darkbert/core/blas_kernel.hpp"
 #include "darkbert/core/threads.hpp"
 #include "darkbert/model/transformer.hpp"
+#include "darkbert/train/optimizer.hpp"
+#include "darkbert/train/task_loss.hpp"
 
 namespace darkbert::cli {
 
@@ -28,6 +37,7 @@ struct BenchForwardOptions {
   std::string hooks = "none";
   std::string dtype = "float32";
   std::uint64_t seed = 0;
+  bool no_dropout = false;
 };
 
 // FLOPs of one sequence through the encoder: projections, FFN, and the two attention products.
@@ -51,19 +61,25 @@ inline double peak_rss_mb() {
   return 0.0;
 }
 
-template <class T>
-void bench_forward(const BenchForwardOptions& o) {
-  set_num_threads(o.threads);
-  const auto config = ModelConfig::bert_shape(o.layers, o.hidden, o.heads, o.ff, 30522, std::max(512, o.seq));
-  const auto model = Transformer<T>::random(config, HeadSpec{}, o.seed);
-
+// A batch of random tokens (ids >= 1000, no padding) of the benchmark's shape.
+inline Batch random_batch(const BenchForwardOptions& o, int vocab) {
   std::mt19937_64 rng(o.seed + 1);
-  std::uniform_int_distribution<int> token(1000, config.vocab_size - 1);
+  std::uniform_int_distribution<int> token(1000, vocab - 1);
   Batch batch;
   batch.batch_size = o.batch;
   batch.length = o.seq;
   for (int i = 0; i < o.batch * o.seq; ++i) batch.input_ids.push_back(token(rng));
   batch.attention_mask.assign(batch.input_ids.size(), 1);
+  return batch;
+}
+
+template <class T>
+void bench_forward(const BenchForwardOptions& o) {
+  set_num_threads(o.threads);
+  const auto config = ModelConfig::bert_shape(o.layers, o.hidden, o.heads, o.ff, 30522, std::max(512, o.seq));
+  const auto model = Transformer<T>::random(config, TaskHeads{}, o.seed);
+
+  const Batch batch = random_batch(o, config.vocab_size);
 
   HookRegistry<T> registry;
   std::vector<HookHandle> handles;
@@ -89,28 +105,84 @@ void bench_forward(const BenchForwardOptions& o) {
               best, best / o.batch, flops / (best * 1e6), peak_rss_mb(), median, blas_core_name().c_str());
 }
 
+template <class T>
+void bench_train_step(const BenchForwardOptions& o) {
+  set_num_threads(o.threads);
+  auto config = ModelConfig::bert_shape(o.layers, o.hidden, o.heads, o.ff, 30522, std::max(512, o.seq));
+  config.architecture = "BertForSequenceClassification";
+  config.labels = {"0", "1"};
+  auto model = Transformer<T>::random(config, TaskHeads::for_architecture(config), o.seed);
+  const Batch batch = random_batch(o, config.vocab_size);
+  TaskLabels labels;
+  for (int b = 0; b < o.batch; ++b) labels.classes.push_back(b % 2);
+
+  autodiff::Tape<T> tape;
+  auto grads = model.zero_gradients();
+  AdamW<T> optimizer(model);
+  ForwardResult<T> out;
+  LossTargets<T> targets;
+  ForwardOptions<T> options;
+  options.keep_attentions = false;  // a training loop has no use for the maps beyond the tape's own
+  options.keep_hidden_states = false;
+  auto step = [&](std::uint64_t s) {
+    const TrainingPass<T> pass{.tape = &tape, .gradients = &grads, .dropout = !o.no_dropout, .seed = o.seed, .step = s};
+    options.training = &pass;
+    model.forward_into(batch, options, out);
+    tape.backward(task_loss(tape, model, batch, out, labels, targets));
+    optimizer.step(grads, 1e-5);
+    optimizer.zero_grad(grads);
+  };
+  step(0);  // warm-up: the tape's arena and every buffer reach their size here
+  std::vector<double> times;
+  for (int r = 0; r < o.reps; ++r) {
+    const auto start = std::chrono::steady_clock::now();
+    step(static_cast<std::uint64_t>(r + 1));
+    times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+  }
+  std::sort(times.begin(), times.end());
+  const double best = times.front(), median = times[times.size() / 2];
+  const double flops = 3 * forward_flops_per_sequence(o.seq, o.hidden, o.ff, o.layers) * o.batch;
+  std::printf("ms_per_step=%.1f median_ms=%.1f tokens_per_s=%.0f gflops=%.1f peak_rss_mb=%.1f blas_core=%s\n", best,
+              median, o.batch * o.seq / (best / 1000), flops / (best * 1e6), peak_rss_mb(), blas_core_name().c_str());
+}
+
+// The model shape, timing and type options both benchmarks take.
+inline void add_shape_options(CLI::App* cmd, BenchForwardOptions& o) {
+  cmd->add_option("--layers", o.layers, "Number of layers")->capture_default_str();
+  cmd->add_option("--hidden", o.hidden, "Hidden size")->capture_default_str();
+  cmd->add_option("--heads", o.heads, "Attention heads")->capture_default_str();
+  cmd->add_option("--ff", o.ff, "FFN (intermediate) size")->capture_default_str();
+  cmd->add_option("--seq", o.seq, "Sequence length")->capture_default_str();
+  cmd->add_option("--batch", o.batch, "Batch size")->capture_default_str();
+  cmd->add_option("--reps", o.reps, "Timed repetitions (after one warm-up)")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--threads", o.threads, "Threads for OpenBLAS and OpenMP (0 = all cores)")->capture_default_str();
+  cmd->add_option("--seed", o.seed, "Seed for weights, token ids and dropout")->capture_default_str();
+  cmd->add_option("--dtype", o.dtype, "Computation type")->check(CLI::IsMember({"float32", "float64"}));
+}
+
 void add_bench_command(CLI::App& app) {
   auto* bench = app.add_subcommand("bench", "Benchmarks");
   bench->require_subcommand(1);
   auto o = std::make_shared<BenchForwardOptions>();
   auto* fwd = bench->add_subcommand("forward", "Time the forward pass of a random BERT-shaped encoder");
-  fwd->add_option("--layers", o->layers, "Number of layers")->capture_default_str();
-  fwd->add_option("--hidden", o->hidden, "Hidden size")->capture_default_str();
-  fwd->add_option("--heads", o->heads, "Attention heads")->capture_default_str();
-  fwd->add_option("--ff", o->ff, "FFN (intermediate) size")->capture_default_str();
-  fwd->add_option("--seq", o->seq, "Sequence length")->capture_default_str();
-  fwd->add_option("--batch", o->batch, "Batch size")->capture_default_str();
-  fwd->add_option("--reps", o->reps, "Timed repetitions (after one warm-up)")->capture_default_str()->check(CLI::PositiveNumber);
-  fwd->add_option("--threads", o->threads, "Threads for OpenBLAS and OpenMP (0 = all cores)")->capture_default_str();
-  fwd->add_option("--seed", o->seed, "Seed for weights and token ids")->capture_default_str();
+  add_shape_options(fwd, *o);
   fwd->add_flag("--no-attentions", o->no_attentions, "Do not keep the attention maps");
   fwd->add_option("--hooks", o->hooks, "none, or noop: an observe-only hook on every hook point")
       ->check(CLI::IsMember({"none", "noop"}));
-  fwd->add_option("--dtype", o->dtype, "Computation type")->check(CLI::IsMember({"float32", "float64"}));
   fwd->callback([o] {
     if (o->hidden % o->heads != 0) fail("bench forward: --hidden ", o->hidden, " is not divisible by --heads ", o->heads);
     if (o->dtype == "float64") bench_forward<double>(*o);
     else bench_forward<float>(*o);
+  });
+
+  auto t = std::make_shared<BenchForwardOptions>();
+  auto* train = bench->add_subcommand("train-step", "Time one training step (forward, backward, AdamW) of a BERT classifier");
+  add_shape_options(train, *t);
+  train->add_flag("--no-dropout", t->no_dropout, "Train without dropout");
+  train->callback([t] {
+    if (t->hidden % t->heads != 0) fail("bench train-step: --hidden ", t->hidden, " is not divisible by --heads ", t->heads);
+    if (t->dtype == "float64") bench_train_step<double>(*t);
+    else bench_train_step<float>(*t);
   });
 }
 

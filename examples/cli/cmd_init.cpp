@@ -28,7 +28,7 @@ void add_init_command(CLI::App& app) {
   cmd->add_option("--seed", o->seed, "Seed of the N(0, 0.02) initialisation")->capture_default_str();
   cmd->callback([o] {
     const auto config = ModelConfig::from_json_file(o->config);
-    const auto model = Transformer<float>::random(config, HeadSpec::for_architecture(config), o->seed);
+    const auto model = Transformer<float>::random(config, TaskHeads::for_architecture(config), o->seed);
     model.save(o->out);
     if (!o->tokenizer.empty()) {
       int copied = 0;

@@ -1,8 +1,11 @@
 // darkbert run --cases FILE --out DIR [--model DIR] [--disable L:H,...] [--dtype float32|float64] [--check]
 //
 // Runs every case of a cases file (../shared/golden format) and writes each output the case names as .npy
-// under that file's base name in --out. With --check, compares each output with the expected file and
-// fails if any differs by more than the fixture tolerance.
+// under that file's base name in --out. A labelled case (loss_file, grads_file) is also trained through
+// one step without dropout: its loss is written as a 0-d .npy and the gradient of every parameter as
+// safetensors under the checkpoint's own names, each under the expected file's base name. With --check,
+// compares everything with the expected files and fails if anything differs by more than the fixture
+// tolerance.
 
 #include <CLI/CLI.hpp>
 
@@ -16,6 +19,7 @@
 
 #include "commands.hpp"
 #include "darkbert/model/case_file.hpp"
+#include "darkbert/train/case_labels.hpp"
 
 namespace darkbert::cli {
 
@@ -56,6 +60,55 @@ struct RunOptions {
   bool check = false;
 };
 
+// One step of a labelled case: writes <case>.loss.npy and <case>.grads.safetensors; returns the number of
+// checks that failed.
+template <class T>
+int run_training_case(const Transformer<T>& model, const CaseFile& file, const Case& c,
+                      const MaskingPolicies<T>& policies, const RunOptions& o, double tol) {
+  const auto loss_file = case_file_field(file, c, "loss_file");
+  const auto grads_file = case_file_field(file, c, "grads_file");
+  if (!loss_file && !grads_file) return 0;
+  const auto labels = case_labels(file, c);
+  autodiff::Tape<T> tape;
+  auto grads = model.zero_gradients();
+  const TrainingPass<T> pass{.tape = &tape, .gradients = &grads, .dropout = false};
+  ForwardResult<T> result;
+  model.forward_into(c.batch, {.policies = &policies, .training = &pass}, result);
+  LossTargets<T> targets;
+  const auto loss = task_loss(tape, model, c.batch, result, labels, targets);
+  tape.backward(loss);
+  int failures = 0;
+  if (loss_file) {
+    xt::xarray<T> value = xt::xarray<T>::from_shape({});
+    value() = loss.value()[0];
+    xt::dump_npy((o.out / loss_file->filename()).string(), value);
+    if (o.check) {
+      const double expected = xt::load_npy<double>(loss_file->string())();
+      const double error = std::abs(loss.value()[0] - expected) / (1 + std::abs(expected));
+      failures += !(error <= tol);
+      std::cout << (error <= tol ? "ok   " : "FAIL ") << c.name << " loss " << loss.value()[0] << " max|diff|/(1+|exp|) = " << error << "\n";
+    }
+  }
+  if (grads_file) {
+    const auto tensors = checkpoint_tensors(grads, model.config());
+    write_safetensors(o.out / grads_file->filename(), tensors);
+    if (o.check) {
+      double worst = 0;
+      for (const auto& [name, error] : gradient_errors<T>(tensors, SafetensorsFile(*grads_file))) {
+        worst = std::max(worst, error);
+        if (!(error <= tol))
+          std::cout << "FAIL " << c.name << " gradient of " << (name.empty() ? "a tensor the file lacks" : name)
+                    << " max|diff|/(1+|exp|) = " << error << "\n";
+      }
+      const bool ok = worst <= tol;
+      failures += !ok;
+      std::cout << (ok ? "ok   " : "FAIL ") << c.name << " gradients of " << tensors.size()
+                << " parameters max|diff|/(1+|exp|) = " << worst << "\n";
+    }
+  }
+  return failures;
+}
+
 template <class T>
 int run_cases(const RunOptions& o) {
   const auto file = CaseFile::read(o.cases);
@@ -82,6 +135,7 @@ int run_cases(const RunOptions& o) {
       std::cout << (ok ? "ok   " : "FAIL ") << c.name << " " << name << " max|diff|/(1+|exp|) = " << worst
                 << (same_shape ? "" : " (shape differs)") << "\n";
     }
+    failures += run_training_case(model, file, c, policies, o, tol);
   }
   std::cout << file.cases.size() << " cases from " << o.cases.string() << " -> " << o.out.string()
             << (o.check ? (failures ? " — " + std::to_string(failures) + " outputs out of tolerance" : " — all outputs within tolerance") : "")

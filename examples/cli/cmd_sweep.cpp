@@ -111,7 +111,7 @@ inline void run_sweep_command(const SweepOptions& o) {
   const auto tokenizer = Tokenizer::from_directory(o.tokenizer.empty() ? o.model : o.tokenizer);
   const GlueTask task = parse_glue_task(o.task);
   const auto& info = glue_task_info(task);
-  const auto& classifier = model.params().heads.classifier;
+  const auto& classifier = model.params().task_heads.classifier;
   if (!classifier) fail(o.model.string(), ": the model has no sequence classification head; sweep needs a fine-tuned classifier");
   const Index outputs = classifier->out.out();
   const Index expected = info.regression ? 1 : static_cast<Index>(info.labels.size());

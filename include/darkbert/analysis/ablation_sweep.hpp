@@ -45,7 +45,7 @@ class AblationSweep {
                 MaskingPolicy<T> policy = uniform_policy<T>())
       : model_(model), batches_(std::move(batches)), labels_(std::move(labels)), metric_(std::move(metric)),
         policy_(std::move(policy)) {
-    require(model_.params().heads.classifier.has_value(),
+    require(model_.params().task_heads.classifier.has_value(),
             "AblationSweep: the model has no sequence classification head (", model_.config().architecture, ")");
     Index examples = 0;
     for (const auto& b : batches_) examples += b.batch_size;

@@ -14,6 +14,7 @@
 //   mean         the head's pattern replaced by its mean over a reference set (MeanPatterns)
 //   custom       any function of the map
 
+#include <algorithm>   // std::fill, std::min
 #include <functional>  // std::function
 #include <memory>      // std::shared_ptr
 #include <utility>     // std::pair
@@ -153,6 +154,14 @@ class MaskingPolicies {
     for (const auto& e : entries_)
       for (const auto& h : e.heads)
         if (h.layer == layer) return true;
+    return false;
+  }
+  // Whether some policy replaces the pattern of (layer, head): then that pattern is a constant of the
+  // forward pass and no gradient flows through it to Q and K.
+  bool replaces(int layer, int head) const {
+    for (const auto& e : entries_)
+      for (const auto& h : e.heads)
+        if (h.layer == layer && (h.head == all_heads || h.head == head)) return true;
     return false;
   }
   // Lowest layer any policy touches (num_layers if none): everything below it is unaffected.

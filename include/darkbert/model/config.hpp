@@ -9,6 +9,7 @@
 #include <cmath>       // std::isfinite
 #include <cstdint>     // std::uint64_t
 #include <filesystem>  // std::filesystem::path
+#include <utility>     // std::pair
 #include <string>      // std::string
 #include <type_traits> // std::is_same_v
 #include <vector>      // std::vector
@@ -16,13 +17,13 @@
 #include <nlohmann/json.hpp>
 
 #include "../core/error.hpp"
-#include "../io/checkpoint.hpp"
-#include "../io/json.hpp"
+#include "../io/checkpoint.hpp"  // CheckpointFolder
+#include "../io/json.hpp"        // read_json_file, json_integer
+#include "ops/activation.hpp"    // Activation
 
 namespace darkbert {
 
 enum class Family { bert, roberta, distilbert, gpt2 };
-enum class Activation { gelu_erf, gelu_tanh, relu };
 
 inline const char* family_name(Family f) {
   switch (f) {
@@ -52,6 +53,12 @@ struct ModelConfig {
   int pad_token_id = 0;          // -1 = none
   std::vector<std::string> labels;  // id2label in id order (empty = no classification labels in config)
   std::string problem_type;         // "regression", "single_label_classification", ... or empty
+  // Dropout probabilities of training (inference never drops): after the embeddings, on attention
+  // probabilities, on the attention and MLP outputs before each residual add, before the classifier.
+  double embedding_dropout = 0.1;
+  double attention_dropout = 0.1;
+  double hidden_dropout = 0.1;
+  double classifier_dropout = 0.1;  // GPT-2's `score` has none (0)
 
   int head_dim() const { return hidden_size / num_heads; }
   // RoBERTa numbers positions from pad_token_id + 1; everything else from 0.
@@ -127,6 +134,9 @@ struct ModelConfig {
     if (family == Family::roberta && (pad_token_id < 0 || pad_token_id >= max_positions))
       fail(source, ": RoBERTa's pad_token_id ", pad_token_id, " must index the position table [0, ", max_positions, ")");
     if (pad_token_id < -1) fail(source, ": pad_token_id ", pad_token_id, " is negative (use null for none)");
+    for (const auto& [p, name] : {std::pair{embedding_dropout, "embedding dropout"}, {attention_dropout, "attention dropout"},
+                                  {hidden_dropout, "hidden dropout"}, {classifier_dropout, "classifier dropout"}})
+      if (!(p >= 0 && p < 1)) fail(source, ": ", name, " probability must lie in [0, 1), got ", p);
     if (max_sequence_length() <= 0)
       fail(source, ": max_position_embeddings ", max_positions, " leaves no room after the position offset");
     if (parameter_count() > max_parameters)
@@ -176,7 +186,8 @@ inline Activation parse_activation(const std::string& name, const std::string& s
   if (name == "gelu") return Activation::gelu_erf;
   if (name == "gelu_new" || name == "gelu_pytorch_tanh" || name == "gelu_fast") return Activation::gelu_tanh;
   if (name == "relu") return Activation::relu;
-  fail(source, ": unsupported activation \"", name, "\" (supported: gelu, gelu_new, gelu_pytorch_tanh, relu)");
+  if (name == "tanh") return Activation::tanh;
+  fail(source, ": unsupported activation \"", name, "\" (supported: gelu, gelu_new, gelu_pytorch_tanh, relu, tanh)");
 }
 
 }  // namespace detail
@@ -202,6 +213,9 @@ inline ModelConfig ModelConfig::from_json(const nlohmann::json& j, const std::st
     c.layer_norm_eps = json_get<double>(j, "layer_norm_eps", source, 1e-12, false);
     c.activation = detail::parse_activation(json_get<std::string>(j, "hidden_act", source, "gelu", false), source);
     c.pad_token_id = json_get<int>(j, "pad_token_id", source, c.family == Family::roberta ? 1 : 0, false);
+    c.hidden_dropout = c.embedding_dropout = json_get<double>(j, "hidden_dropout_prob", source, 0.1, false);
+    c.attention_dropout = json_get<double>(j, "attention_probs_dropout_prob", source, 0.1, false);
+    c.classifier_dropout = json_get<double>(j, "classifier_dropout", source, c.hidden_dropout, false);
     const auto position_type = json_get<std::string>(j, "position_embedding_type", source, "absolute", false);
     if (position_type != "absolute")
       fail(source, ": position_embedding_type \"", position_type, "\" is not supported (only \"absolute\")");
@@ -216,6 +230,9 @@ inline ModelConfig ModelConfig::from_json(const nlohmann::json& j, const std::st
     c.layer_norm_eps = 1e-12;  // fixed in DistilBERT's code
     c.activation = detail::parse_activation(json_get<std::string>(j, "activation", source, "gelu", false), source);
     c.pad_token_id = json_get<int>(j, "pad_token_id", source, 0, false);
+    c.hidden_dropout = c.embedding_dropout = json_get<double>(j, "dropout", source, 0.1, false);
+    c.attention_dropout = json_get<double>(j, "attention_dropout", source, 0.1, false);
+    c.classifier_dropout = json_get<double>(j, "seq_classif_dropout", source, 0.2, false);
   } else if (model_type == "gpt2") {
     c.family = Family::gpt2;
     c.vocab_size = json_get<int>(j, "vocab_size", source, 0, true);
@@ -230,10 +247,15 @@ inline ModelConfig ModelConfig::from_json(const nlohmann::json& j, const std::st
         detail::parse_activation(json_get<std::string>(j, "activation_function", source, "gelu_new", false), source);
     c.pre_layer_norm = true;
     c.causal = true;
-    c.pad_token_id = -1;
+    // GPT-2 has no padding token of its own; a fine-tuning config names one (often eos) for the classifier.
+    c.pad_token_id = json_get<int>(j, "pad_token_id", source, -1, false);
     if (!json_get<bool>(j, "scale_attn_weights", source, true, false))
       fail(source, ": scale_attn_weights=false is not supported");
     c.scale_by_inverse_layer_idx = json_get<bool>(j, "scale_attn_by_inverse_layer_idx", source, false, false);
+    c.embedding_dropout = json_get<double>(j, "embd_pdrop", source, 0.1, false);
+    c.attention_dropout = json_get<double>(j, "attn_pdrop", source, 0.1, false);
+    c.hidden_dropout = json_get<double>(j, "resid_pdrop", source, 0.1, false);
+    c.classifier_dropout = 0;
   } else {
     fail(source, ": unknown model_type \"", model_type, "\" (supported: bert, roberta, xlm-roberta, camembert, "
          "distilbert, gpt2)");
@@ -270,7 +292,10 @@ inline ModelConfig ModelConfig::from_json(const nlohmann::json& j, const std::st
 
 inline nlohmann::json ModelConfig::to_json() const {
   nlohmann::json j;
-  const char* act = activation == Activation::gelu_erf ? "gelu" : activation == Activation::gelu_tanh ? "gelu_new" : "relu";
+  const char* act = activation == Activation::gelu_erf    ? "gelu"
+                    : activation == Activation::gelu_tanh ? "gelu_new"
+                    : activation == Activation::relu      ? "relu"
+                                                          : "tanh";
   if (!architecture.empty()) j["architectures"] = {architecture};
   j["vocab_size"] = vocab_size;
   switch (family) {
@@ -286,6 +311,9 @@ inline nlohmann::json ModelConfig::to_json() const {
       j["layer_norm_eps"] = layer_norm_eps;
       j["hidden_act"] = act;
       j["pad_token_id"] = pad_token_id;
+      j["hidden_dropout_prob"] = hidden_dropout;
+      j["attention_probs_dropout_prob"] = attention_dropout;
+      if (classifier_dropout != hidden_dropout) j["classifier_dropout"] = classifier_dropout;
       break;
     case Family::distilbert:
       j["model_type"] = "distilbert";
@@ -296,6 +324,9 @@ inline nlohmann::json ModelConfig::to_json() const {
       j["max_position_embeddings"] = max_positions;
       j["activation"] = act;
       j["pad_token_id"] = pad_token_id;
+      j["dropout"] = hidden_dropout;
+      j["attention_dropout"] = attention_dropout;
+      j["seq_classif_dropout"] = classifier_dropout;
       break;
     case Family::gpt2:
       j["model_type"] = "gpt2";
@@ -307,6 +338,10 @@ inline nlohmann::json ModelConfig::to_json() const {
       j["layer_norm_epsilon"] = layer_norm_eps;
       j["activation_function"] = act;
       j["scale_attn_by_inverse_layer_idx"] = scale_by_inverse_layer_idx;
+      if (pad_token_id >= 0) j["pad_token_id"] = pad_token_id;
+      j["embd_pdrop"] = embedding_dropout;
+      j["attn_pdrop"] = attention_dropout;
+      j["resid_pdrop"] = hidden_dropout;
       break;
   }
   if (!labels.empty()) {

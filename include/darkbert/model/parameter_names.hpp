@@ -69,7 +69,7 @@ std::vector<ParameterSlot<T>> parameter_slots(TransformerParams<T>& params, cons
   detail::SlotList<T> s;
   const Index H = config.hidden_size;
   auto& e = params.embeddings;
-  auto& heads = params.heads;
+  auto& heads = params.task_heads;
   const auto layer_name = [](const char* stem, std::size_t i) { return std::string(stem) + std::to_string(i) + "."; };
 
   if (config.family == Family::gpt2) {
@@ -86,6 +86,7 @@ std::vector<ParameterSlot<T>> parameter_slots(TransformerParams<T>& params, cons
       s.linear(p + "mlp.c_proj", b.mlp_out, true);
     }
     s.norm("ln_f", *heads.final_norm);
+    if (auto& c = heads.classifier) s.matrix("score.weight", c->out.weight);  // GPT2ForSequenceClassification
     return s.slots;
   }
 

@@ -7,17 +7,20 @@
 #include <vector>    // std::vector
 
 #include "../core/matrix.hpp"
+#include "ops/activation.hpp"  // Activation
 
 namespace darkbert {
 
-// y = x Wᵀ + b;  weight [out, in], bias [out].
+// y = x Wᵀ + b;  weight [out, in], bias [out] (empty for a bias-free layer such as GPT-2's `score`).
 template <class T>
 struct Linear {
   Matrix<T> weight;
   Vector<T> bias;
 
   Linear() = default;
-  Linear(Index in, Index out) : weight(Matrix<T>::Zero(out, in)), bias(Vector<T>::Zero(out)) {}
+  Linear(Index in, Index out, bool with_bias = true)
+      : weight(Matrix<T>::Zero(out, in)), bias(Vector<T>::Zero(with_bias ? out : 0)) {}
+  bool has_bias() const { return bias.size() != 0; }
   Index in() const { return weight.cols(); }
   Index out() const { return weight.rows(); }
 };
@@ -51,15 +54,20 @@ struct BlockParams {
   LayerNormParams<T> mlp_norm;
 };
 
-// Sequence classification on the first token: out(act(pre(h0))), or for BERT out(pooled).
-enum class ClassifierActivation { none, tanh, relu };
+// Which row of the final hidden states a sequence classifier reads.
+enum class ClassifierInput {
+  first_token,  // DistilBERT, RoBERTa: h[:, 0]
+  pooled,       // BERT: the pooler output tanh(W h[:, 0] + b)
+  last_token,   // GPT-2: h at each row's last non-padding token (found from pad_token_id)
+};
 
+// Sequence classification / regression: out(act(pre(input))).
 template <class T>
 struct ClassifierParams {
+  ClassifierInput input = ClassifierInput::first_token;
   std::optional<Linear<T>> pre;  // DistilBERT pre_classifier (relu), RoBERTa classifier.dense (tanh)
-  ClassifierActivation pre_activation = ClassifierActivation::none;
-  bool on_pooled = false;        // BERT: the classifier reads the pooler output
-  Linear<T> out;                 // [labels, H]
+  Activation pre_activation = Activation::none;
+  Linear<T> out;                 // [labels, H]; GPT-2's `score` has no bias
 };
 
 // Masked-LM head: decoder(norm(act(transform(h)))) + bias, decoder tied to the word embeddings.
@@ -70,8 +78,9 @@ struct MaskedLmParams {
   Vector<T> decoder_bias;  // [vocab]
 };
 
+// The task heads on top of the encoder (as opposed to the attention heads inside it).
 template <class T>
-struct HeadParams {
+struct TaskHeadParams {
   std::optional<LayerNormParams<T>> final_norm;  // GPT-2 ln_f
   std::optional<Linear<T>> pooler;               // BERT/RoBERTa: tanh(W h[:, 0] + b)
   std::optional<ClassifierParams<T>> classifier;
@@ -84,7 +93,7 @@ template <class T>
 struct TransformerParams {
   EmbeddingParams<T> embeddings;
   std::vector<BlockParams<T>> blocks;
-  HeadParams<T> heads;
+  TaskHeadParams<T> task_heads;
 };
 
 }  // namespace darkbert

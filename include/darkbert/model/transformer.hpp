@@ -1,23 +1,27 @@
 #pragma once
 // The transformer: one definition for BERT, RoBERTa, DistilBERT (post-LN encoders) and GPT-2 (pre-LN,
-// causal), loaded from a Hugging Face checkpoint folder and run on a padded batch.
+// causal), loaded from a Hugging Face checkpoint folder and run on a padded batch, for inference, analysis
+// and training alike.
 //
 //   auto model = darkbert::Transformer<float>::load("bert-base-uncased/");
 //   auto out = model.forward(batch);            // every hidden state and per-head attention map
 //   out.attentions;                              // [layers, B, heads, L, L]
 //
 // The forward pass is a sequence of kernels from model/ops/ over a few preallocated buffers, with a hook
-// test at every named point (hooks/hook_point.hpp). Each kernel keeps its shapes in a comment; the same
-// code path is used for inference, analysis (hooks, policies) and, later, training.
+// test at every named point (hooks/hook_point.hpp). Each kernel keeps its shapes in a comment.
+//
+// Training (ForwardOptions::training) runs the same code. Each block then writes its activations into its
+// own buffers on the tape's arena instead of the shared one-layer scratch, and records one tape node whose
+// block_backward mirrors block_forward in reverse (llm.c style); the embedding block and GPT-2's ln_f are
+// nodes of their own, and the task heads are written once on autodiff functions, so they record
+// themselves. Inference records nothing and keeps its memory and speed.
 
-#include <omp.h>  // omp_get_max_threads
+#include <omp.h>  // omp_get_max_threads, omp_get_thread_num
 
-#include <cmath>       // std::sqrt, std::tanh
+#include <algorithm>   // std::copy, std::fill
+#include <cmath>       // std::sqrt
 #include <filesystem>  // std::filesystem::path
-#include <fstream>     // std::ofstream
-#include <map>         // std::map
-#include <random>      // std::mt19937_64, std::normal_distribution
-#include <set>         // std::set
+#include <memory>      // std::unique_ptr
 #include <string>      // std::string
 #include <utility>     // std::pair
 #include <vector>      // std::vector
@@ -25,58 +29,28 @@
 #include <xtensor/xtensor.hpp>
 #include <xtensor/xview.hpp>
 
+#include "../autodiff/functions.hpp"
+#include "../autodiff/tape.hpp"
 #include "../core/error.hpp"
 #include "../core/matrix.hpp"
 #include "../core/tensor.hpp"
+#include "../core/threads.hpp"  // for_column_blocks
 #include "../core/xwt_gemm.hpp"
 #include "../hooks/hooks.hpp"
 #include "../hooks/masking_policy.hpp"
-#include "../io/checkpoint.hpp"
 #include "batch.hpp"
 #include "config.hpp"
 #include "ops/activation.hpp"
 #include "ops/attention.hpp"
+#include "ops/dropout.hpp"
 #include "ops/layer_norm.hpp"
 #include "ops/linear.hpp"
 #include "parameter_names.hpp"
 #include "parameters.hpp"
+#include "task_heads.hpp"
+#include "training_pass.hpp"
 
 namespace darkbert {
-
-// Which task heads a model has, for building one without a checkpoint (benchmarks, tests).
-struct HeadSpec {
-  bool pooler = false;
-  int classifier_labels = 0;  // 0 = no classifier
-  bool masked_lm = false;
-  bool next_sentence = false;
-
-  // The heads a Hugging Face architecture name implies ("BertForSequenceClassification", ...); the
-  // classifier gets config.labels.size() outputs (2 if the config lists none).
-  static HeadSpec for_architecture(const ModelConfig& c) {
-    const std::string& a = c.architecture;
-    auto ends = [&](const char* suffix) {
-      const std::string s = suffix;
-      return a.size() >= s.size() && a.compare(a.size() - s.size(), s.size(), s) == 0;
-    };
-    HeadSpec h;
-    const bool encoder = c.family == Family::bert || c.family == Family::roberta;
-    if (a.empty() || ends("Model")) h.pooler = encoder && c.family == Family::bert;
-    else if (ends("ForSequenceClassification")) {
-      h.pooler = c.family == Family::bert;
-      h.classifier_labels = c.labels.empty() ? 2 : static_cast<int>(c.labels.size());
-    } else if (ends("ForPreTraining")) {
-      h.pooler = h.masked_lm = h.next_sentence = true;
-    } else if (ends("ForMaskedLM")) {
-      h.masked_lm = true;
-    } else if (!ends("LMHeadModel")) {
-      fail("architecture \"", a, "\" is not supported (use *Model, *ForSequenceClassification, *ForPreTraining, "
-           "*ForMaskedLM or GPT2LMHeadModel)");
-    }
-    if ((h.next_sentence || h.pooler) && c.family != Family::bert && c.family != Family::roberta)
-      h.pooler = h.next_sentence = false;
-    return h;
-  }
-};
 
 template <class T>
 struct ForwardOptions {
@@ -93,27 +67,56 @@ struct ForwardOptions {
   // entering it (e.g. hidden_states[start_layer] of an earlier run of the same batch). Blocks below are
   // not run; their hidden states and attentions are left zero in the result. (For GPT-2 the last listed
   // hidden state is after ln_f, so resuming at start_layer == num_layers needs the raw block output.)
+  // start_hidden may point into the result that receives this run (it is read before anything is written).
   int start_layer = 0;
   const T* start_hidden = nullptr;
+  // Training: record onto a tape, with dropout (model/training_pass.hpp). Null = inference.
+  const TrainingPass<T>* training = nullptr;
 };
 
 namespace detail {
+
+// Where one block writes its activations. Inference points every field at the shared one-layer scratch
+// (and leaves the training-only ones null); training gives each block its own buffers on the tape's
+// arena, which block_backward reads.
+template <class T>
+struct BlockBuffers {
+  T* normed1 = nullptr;      // [N, H] pre-LN: LN_1(in)
+  T* qkv = nullptr;          // [N, 3H]
+  T* ctx = nullptr;          // [N, H] per-head context, heads side by side
+  T* proj = nullptr;         // [N, H] attention or MLP output projection (after dropout)
+  T* sum1 = nullptr;         // [N, H] post-LN: in + attention branch, the input of the first LayerNorm
+  T* mid = nullptr;          // [N, H] residual stream between attention and MLP
+  T* normed2 = nullptr;      // [N, H] pre-LN: LN_2(mid)
+  T* mlp_pre = nullptr;      // [N, I] MLP hidden before the activation (training)
+  T* mlp = nullptr;          // [N, I] MLP hidden after the activation
+  T* sum2 = nullptr;         // [N, H] post-LN: mid + MLP branch, the input of the second LayerNorm
+  ops::NormStats<T> stats1, stats2;  // of the two LayerNorms (training)
+  T* dropped = nullptr;      // [threads, L, L] dropped-out pattern copies (training with attention dropout)
+};
+
 // Buffers of one forward pass, kept in ForwardResult so that running again into the same result object
 // allocates nothing (and touches no fresh pages).
 template <class T>
 struct ForwardScratch {
   Matrix<T> qkv;     // [N, 3H]
-  Matrix<T> ctx;     // [N, H]  per-head context, heads side by side
-  Matrix<T> proj;    // [N, H]  attention or MLP output projection
-  Matrix<T> mid;     // [N, H]  residual stream between attention and MLP
+  Matrix<T> ctx;     // [N, H]
+  Matrix<T> proj;    // [N, H]
+  Matrix<T> mid;     // [N, H]
   Matrix<T> normed;  // [N, H]  pre-LN input of attention / MLP
   Matrix<T> mlp;     // [N, I]
   Matrix<T> last_block;          // [N, H] GPT-2: output of the last block, before ln_f
+  Matrix<T> start;               // [N, H] copy of ForwardOptions::start_hidden
   std::vector<T> scores;         // [B, heads, L, L] when attention maps are not kept
   Matrix<T> hidden_a, hidden_b;  // [N, H] ping-pong residual stream when hidden states are not kept
   std::vector<int> mask;         // [B, L] attention mask (all ones if the batch has none)
+  std::vector<Index> rows;       // rows the task heads read (first tokens, last tokens, logit positions)
   XwtScratch gemm;               // packed activations of the linear layers
   ops::AttentionScratch attention;  // per-thread memory of the per-head products
+  // The heads' non-recording tape when not training (behind a pointer: a tape does not move, a result does).
+  std::unique_ptr<autodiff::Tape<T>> inference_tape = std::make_unique<autodiff::Tape<T>>();
+  std::vector<T*> streams;                  // residual stream entering each layer
+  std::vector<autodiff::Var<T>> stream_vars;  // the same as tape Vars (training)
 
   void prepare(const ModelConfig& c, Index N, Index B, Index L, bool need_scores, bool need_hidden) {
     const Index H = c.hidden_size;
@@ -135,8 +138,30 @@ struct ForwardScratch {
       fit(hidden_b, N, H);
     }
   }
+  BlockBuffers<T> shared_buffers() {
+    BlockBuffers<T> b;
+    b.normed1 = b.normed2 = normed.data();
+    b.qkv = qkv.data();
+    b.ctx = ctx.data();
+    b.proj = proj.data();
+    b.mid = mid.data();
+    b.mlp = mlp.data();
+    return b;
+  }
 };
+
 }  // namespace detail
+
+// The outputs as tape Vars, set by a training forward: what a loss is built from.
+template <class T>
+struct OutputVars {
+  autodiff::Var<T> last_hidden_state;     // [N, H]
+  autodiff::Var<T> pooled;                // [B, H]
+  autodiff::Var<T> sequence_logits;       // [B, labels]
+  autodiff::Var<T> token_logits;          // [B·L, V]
+  autodiff::Var<T> selected_logits;       // [P, V]
+  autodiff::Var<T> next_sentence_logits;  // [B, 2]
+};
 
 template <class T>
 struct ForwardResult {
@@ -148,6 +173,7 @@ struct ForwardResult {
   Tensor<T, 3> token_logits;       // [B, L, V]     masked-LM or causal-LM logits
   Tensor<T, 2> selected_logits;    // [P, V]        logits at ForwardOptions::logit_positions
   Tensor<T, 2> next_sentence_logits;  // [B, 2]     BERT NSP
+  OutputVars<T> vars;              // training only: the outputs above as tape Vars
 
   // The embedding block output = hidden_states[0], [B, L, H].
   auto embeddings() const { return xt::view(hidden_states, 0); }
@@ -171,13 +197,17 @@ class Transformer {
   void save(const std::filesystem::path& dir) const;
 
   // A model of the given shape with seeded random weights (N(0, 0.02); LayerNorm 1 and 0).
-  static Transformer random(const ModelConfig& config, const HeadSpec& heads, std::uint64_t seed);
+  static Transformer random(const ModelConfig& config, const TaskHeads& heads, std::uint64_t seed);
 
   const ModelConfig& config() const { return config_; }
   const TransformerParams<T>& params() const { return params_; }
   TransformerParams<T>& params() { return params_; }
   // Checkpoint tensors the model did not use (extra heads, unknown entries), for the caller to report.
   const std::vector<std::string>& unused_tensors() const { return unused_; }
+  // The task heads this model carries.
+  TaskHeads task_heads() const;
+  // A parameter set of this model's shapes, all zero: where a training pass accumulates gradients.
+  TransformerParams<T> zero_gradients() const;
 
   ForwardResult<T> forward(const Batch& batch, const ForwardOptions<T>& options = {}) const {
     ForwardResult<T> result;
@@ -185,19 +215,47 @@ class Transformer {
     return result;
   }
   // Same, reusing the buffers of `result` from an earlier call (no allocation when shapes repeat).
+  // In training, `result` must stay alive and unused until the tape's backward has run.
   void forward_into(const Batch& batch, const ForwardOptions<T>& options, ForwardResult<T>& result) const;
 
+  // The position GPT-2's classifier reads in row b: the rightmost token that is not pad_token_id (as
+  // Hugging Face's GPT2ForSequenceClassification); without a pad token, the last real token by the mask.
+  Index last_token(const Batch& batch, Index b) const {
+    Index last = 0;
+    for (Index i = 0; i < batch.length; ++i)
+      if (config_.pad_token_id >= 0 ? batch.id(b, i) != config_.pad_token_id : batch.mask(b, i) != 0) last = i;
+    return last;
+  }
+
   // The embedding block alone: [B, L] ids -> out [B, L, H] (what hook_embed sees). No validation.
-  void embed(const Batch& batch, T* out) const;
+  // Training keeps the LayerNorm input (`sum` [N, H]) and statistics.
+  void embed(const Batch& batch, T* out, T* sum = nullptr, ops::NormStats<T> stats = {}) const;
 
  private:
   using Workspace = detail::ForwardScratch<T>;
+  using Buffers = detail::BlockBuffers<T>;
+  using Var = autodiff::Var<T>;
+
   void validate_batch(const Batch& batch) const;
-  void block_forward(int layer, const Batch& batch, const T* in, T* out, T* attn, Workspace& ws,
+  ops::AttentionShape attention_shape(const Batch& batch) const {
+    return {batch.batch_size, batch.length, config_.num_heads, config_.head_dim(), config_.causal};
+  }
+  T attention_scale(int layer) const {
+    T scale = T(1) / std::sqrt(static_cast<T>(config_.head_dim()));
+    return config_.scale_by_inverse_layer_idx ? scale / static_cast<T>(layer + 1) : scale;
+  }
+  void block_forward(int layer, const Batch& batch, const T* in, T* out, T* attn, const Buffers& buf, Workspace& ws,
                      const ForwardOptions<T>& options) const;
-  void attention(int layer, const Batch& batch, T* attn, Workspace& ws, const ForwardOptions<T>& options) const;
-  void heads_forward(const Batch& batch, const T* last, ForwardResult<T>& result,
-                     const ForwardOptions<T>& options) const;
+  void attention(int layer, const Batch& batch, T* attn, const Buffers& buf, Workspace& ws,
+                 const ForwardOptions<T>& options) const;
+  // d_out [N, H] (gradient of the block output) -> d_in [N, H] (+=), parameter gradients (+=).
+  void block_backward(int layer, const Batch& batch, const T* in, const T* attn, const Buffers& buf,
+                      const T* d_out, T* d_in, T* work, const TrainingPass<T>& pass,
+                      const MaskingPolicies<T>* policies) const;
+  void embed_backward(const Batch& batch, const T* sum, ops::NormStats<T> stats, T* d_out, T* work,
+                      EmbeddingParams<T>& grads) const;
+  void heads_forward(const Batch& batch, const Var& last, ForwardResult<T>& result, const ForwardOptions<T>& options,
+                     autodiff::Tape<T>& tape) const;
   // Whether any registered hook fires at (point, layer); one pointer test when there are none.
   static bool hooked(const ForwardOptions<T>& options, HookPoint point, int layer) {
     return options.hooks && !options.hooks->empty() && options.hooks->active(point, layer);
@@ -214,202 +272,7 @@ class Transformer {
   std::vector<std::string> unused_;
 };
 
-// ------------------------------------------------------------------------------------------ building
-
-namespace detail {
-
-// Allocates parameters of the right shapes for a config and a set of heads.
-template <class T>
-TransformerParams<T> allocate_params(const ModelConfig& c, const HeadSpec& spec) {
-  const Index H = c.hidden_size, I = c.intermediate_size;
-  TransformerParams<T> p;
-  p.embeddings.word = Matrix<T>::Zero(c.vocab_size, H);
-  p.embeddings.position = Matrix<T>::Zero(c.max_positions, H);
-  p.embeddings.token_type = Matrix<T>::Zero(c.type_vocab_size, H);
-  if (c.family != Family::gpt2) p.embeddings.norm = LayerNormParams<T>(H);
-  for (int l = 0; l < c.num_layers; ++l) {
-    BlockParams<T> b;
-    b.qkv = Linear<T>(H, 3 * H);
-    b.attn_out = Linear<T>(H, H);
-    b.attn_norm = LayerNormParams<T>(H);
-    b.mlp_in = Linear<T>(H, I);
-    b.mlp_out = Linear<T>(I, H);
-    b.mlp_norm = LayerNormParams<T>(H);
-    p.blocks.push_back(std::move(b));
-  }
-  auto& heads = p.heads;
-  if (c.family == Family::gpt2) {
-    heads.final_norm = LayerNormParams<T>(H);
-    heads.causal_lm = true;
-  }
-  if (spec.pooler) heads.pooler = Linear<T>(H, H);
-  if (spec.classifier_labels > 0) {
-    ClassifierParams<T> cls;
-    cls.out = Linear<T>(H, spec.classifier_labels);
-    if (c.family == Family::distilbert) {
-      cls.pre = Linear<T>(H, H);
-      cls.pre_activation = ClassifierActivation::relu;
-    } else if (c.family == Family::roberta) {
-      cls.pre = Linear<T>(H, H);
-      cls.pre_activation = ClassifierActivation::tanh;
-    } else {
-      cls.on_pooled = true;
-    }
-    heads.classifier = std::move(cls);
-  }
-  if (spec.masked_lm) heads.masked_lm = MaskedLmParams<T>{Linear<T>(H, H), LayerNormParams<T>(H), Vector<T>::Zero(c.vocab_size)};
-  if (spec.next_sentence) heads.next_sentence = Linear<T>(H, 2);
-  return p;
-}
-
-// Maps checkpoint names to canonical ones: strips the base-model prefix, renames legacy LayerNorm
-// gamma/beta, drops buffers and tied copies. Two names landing on one canonical name is an error.
-inline std::map<std::string, std::string> canonical_names(const CheckpointFolder& ckpt, Family family) {
-  const std::string prefix = base_prefix(family);
-  std::map<std::string, std::string> canonical;  // canonical -> name in the file
-  for (const auto& name : ckpt.tensor_names()) {
-    std::string c = name.rfind(prefix, 0) == 0 ? name.substr(prefix.size()) : name;
-    auto ends_with = [&](const std::string& s) { return c.size() >= s.size() && c.compare(c.size() - s.size(), s.size(), s) == 0; };
-    if (ends_with(".gamma")) c = c.substr(0, c.size() - 6) + ".weight";
-    else if (ends_with(".beta")) c = c.substr(0, c.size() - 5) + ".bias";
-    if (is_ignored_tensor(c, family)) continue;
-    const auto [it, inserted] = canonical.emplace(c, name);
-    if (!inserted)
-      fail(ckpt.directory().string(), ": tensors '", it->second, "' and '", name, "' both provide '", c, "'");
-  }
-  return canonical;
-}
-
-// Which heads a checkpoint carries, from the tensors present.
-inline HeadSpec detect_heads(const std::map<std::string, std::string>& names, const ModelConfig& c,
-                             const CheckpointFolder& ckpt) {
-  auto has = [&](const std::string& n) { return names.count(n) != 0; };
-  HeadSpec spec;
-  spec.pooler = has("pooler.dense.weight");
-  std::string classifier;
-  if (c.family == Family::roberta) {
-    if (has("classifier.out_proj.weight")) classifier = "classifier.out_proj.weight";
-    spec.masked_lm = has("lm_head.dense.weight");
-  } else if (c.family == Family::distilbert) {
-    if (has("classifier.weight")) classifier = "classifier.weight";
-    spec.masked_lm = has("vocab_transform.weight");
-  } else if (c.family == Family::bert) {
-    if (has("classifier.weight")) classifier = "classifier.weight";
-    spec.masked_lm = has("cls.predictions.transform.dense.weight");
-    spec.next_sentence = has("cls.seq_relationship.weight");
-  }
-  if (!classifier.empty()) {
-    const auto& info = ckpt.info(names.at(classifier));
-    if (info.shape.size() != 2) fail(ckpt.directory().string(), ": '", names.at(classifier), "' is not a matrix");
-    spec.classifier_labels = static_cast<int>(info.shape[0]);
-    if (!c.labels.empty() && static_cast<int>(c.labels.size()) != spec.classifier_labels)
-      fail(ckpt.directory().string(), ": config.json lists ", c.labels.size(), " labels (id2label) but '",
-           names.at(classifier), "' has ", spec.classifier_labels, " rows");
-  }
-  if (c.family == Family::bert && spec.classifier_labels > 0 && !spec.pooler)
-    fail(ckpt.directory().string(), ": a BERT classifier needs the pooler, but pooler.dense.weight is missing");
-  return spec;
-}
-
-}  // namespace detail
-
-template <class T>
-Transformer<T> Transformer<T>::load(const std::filesystem::path& dir) {
-  const auto config_path = dir / "config.json";
-  if (!std::filesystem::exists(config_path)) fail(dir.string(), ": no config.json");
-  ModelConfig config = ModelConfig::from_json_file(config_path);
-  CheckpointFolder ckpt(dir);
-  const auto names = detail::canonical_names(ckpt, config.family);
-  const HeadSpec spec = detail::detect_heads(names, config, ckpt);
-  if (spec.classifier_labels > 0 && config.labels.empty())
-    for (int i = 0; i < spec.classifier_labels; ++i) config.labels.push_back("LABEL_" + std::to_string(i));
-
-  Transformer model(config, detail::allocate_params<T>(config, spec));
-  std::set<std::string> used;
-  std::vector<T> staging;
-  for (const auto& slot : parameter_slots(model.params_, config)) {
-    const auto it = names.find(slot.name);
-    if (it == names.end())
-      fail(dir.string(), ": missing tensor '", slot.name, "' (also looked for '", base_prefix(config.family),
-           slot.name, "'", slot.name.find("LayerNorm.weight") != std::string::npos ? " and the legacy '.gamma'" : "",
-           ")");
-    const TensorInfo& info = ckpt.info(it->second);
-    if (info.shape != slot.shape)
-      fail(ckpt.file_of(it->second).path().string(), ": tensor '", it->second, "' has shape ",
-           shape_string(info.shape), " but config.json (", family_name(config.family), ", hidden ",
-           config.hidden_size, ", ", config.num_heads, " heads, intermediate ", config.intermediate_size,
-           ", vocab ", config.vocab_size, ") requires ", shape_string(slot.shape));
-    if (!slot.transposed) {
-      ckpt.read_as<T>(it->second, slot.data);
-    } else {
-      // Conv1D [in, out] -> our [out, in].
-      const Index rows = slot.shape[0], cols = slot.shape[1];
-      staging.resize(static_cast<std::size_t>(rows * cols));
-      ckpt.read_as<T>(it->second, staging.data());
-      MatrixMap<T>(slot.data, cols, rows) = ConstMatrixMap<T>(staging.data(), rows, cols).transpose();
-    }
-    used.insert(slot.name);
-  }
-  for (const auto& [canonical, actual] : names)
-    if (!used.count(canonical)) model.unused_.push_back(actual);
-  return model;
-}
-
-template <class T>
-void Transformer<T>::save(const std::filesystem::path& dir) const {
-  std::filesystem::create_directories(dir);
-  const auto& h = params_.heads;
-  const bool task_model = h.classifier || h.masked_lm || h.next_sentence || config_.family == Family::gpt2;
-  const std::string prefix = task_model ? base_prefix(config_.family) : "";
-  auto& params = const_cast<TransformerParams<T>&>(params_);  // slots are read only here
-  std::map<std::string, TensorBytes> tensors;
-  std::vector<T> staging;
-  for (const auto& slot : parameter_slots(params, config_)) {
-    Index n = 1;
-    for (auto d : slot.shape) n *= d;
-    const T* source = slot.data;
-    if (slot.transposed) {  // back to Conv1D [in, out]
-      staging.resize(static_cast<std::size_t>(n));
-      MatrixMap<T>(staging.data(), slot.shape[0], slot.shape[1]) =
-          ConstMatrixMap<T>(slot.data, slot.shape[1], slot.shape[0]).transpose();
-      source = staging.data();
-    }
-    const bool head = slot.name.rfind("cls.", 0) == 0 || slot.name.rfind("classifier", 0) == 0 ||
-                      slot.name.rfind("pre_classifier", 0) == 0 || slot.name.rfind("lm_head", 0) == 0 ||
-                      slot.name.rfind("vocab_", 0) == 0;
-    tensors[(head ? "" : prefix) + slot.name] = tensor_bytes(source, slot.shape);
-  }
-  write_safetensors(dir / "model.safetensors", tensors);
-  std::ofstream out(dir / "config.json");
-  if (!out) fail((dir / "config.json").string(), ": cannot open for writing");
-  out << config_.to_json().dump(2) << "\n";
-}
-
-template <class T>
-Transformer<T> Transformer<T>::random(const ModelConfig& config, const HeadSpec& heads, std::uint64_t seed) {
-  config.validate("random model config");
-  Transformer model(config, detail::allocate_params<T>(config, heads));
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<double> normal(0.0, 0.02);
-  for (const auto& slot : parameter_slots(model.params_, config)) {
-    const bool is_norm_weight = slot.name.find("LayerNorm.weight") != std::string::npos ||
-                                slot.name.find("layer_norm.weight") != std::string::npos ||
-                                slot.name.find("ln_") != std::string::npos;
-    Index n = 1;
-    for (auto d : slot.shape) n *= d;
-    if (is_norm_weight && slot.name.size() > 7 && slot.name.compare(slot.name.size() - 7, 7, ".weight") == 0) {
-      std::fill(slot.data, slot.data + n, T(1));
-    } else if (slot.shape.size() == 1 && slot.name.find("bias") != std::string::npos) {
-      std::fill(slot.data, slot.data + n, T(0));
-    } else {
-      for (Index i = 0; i < n; ++i) slot.data[i] = static_cast<T>(normal(rng));
-    }
-  }
-  return model;
-}
-
 // ------------------------------------------------------------------------------------------ forward
-
 
 template <class T>
 void Transformer<T>::validate_batch(const Batch& batch) const {
@@ -434,155 +297,315 @@ void Transformer<T>::validate_batch(const Batch& batch) const {
   }
 }
 
+namespace detail {
+// Position id of token i of row b, visiting i = 0, 1, ... in order (RoBERTa: pad + 1 + index among real
+// tokens, padding -> pad; `real_seen` counts the real tokens so far).
+inline Index next_position(const Batch& batch, const ModelConfig& c, Index b, Index i, Index& real_seen) {
+  if (c.family != Family::roberta) return i;
+  const bool real = batch.id(b, i) != c.pad_token_id;
+  real_seen += real;
+  return real ? c.pad_token_id + real_seen : c.pad_token_id;
+}
+}  // namespace detail
+
 // Embedding block: [B, L] ids -> [B, L, H].
 //   BERT/RoBERTa: LN(word[id] + position[pos] + token_type[type]);  DistilBERT: LN(word + position);
-//   GPT-2: wte[id] + wpe[pos].   RoBERTa positions: pad + 1 + (index among real tokens), padding -> pad.
+//   GPT-2: wte[id] + wpe[pos].
 template <class T>
-void Transformer<T>::embed(const Batch& batch, T* out) const {
+void Transformer<T>::embed(const Batch& batch, T* out, T* sum, ops::NormStats<T> stats) const {
   const auto& e = params_.embeddings;
   const Index B = batch.batch_size, L = batch.length, H = config_.hidden_size;
-  const bool roberta = config_.family == Family::roberta;
   const bool types = config_.type_vocab_size > 0;
 #pragma omp parallel for schedule(static)
   for (Index b = 0; b < B; ++b) {
     Index real_seen = 0;
     for (Index i = 0; i < L; ++i) {
-      const int id = batch.id(b, i);
-      Index pos = i;
-      if (roberta) {
-        const bool real = id != config_.pad_token_id;
-        real_seen += real;
-        pos = real ? config_.pad_token_id + real_seen : config_.pad_token_id;
-      }
+      const Index pos = detail::next_position(batch, config_, b, i, real_seen);
       VectorMap<T> row(out + (b * L + i) * H, H);
-      row = e.word.row(id).transpose() + e.position.row(pos).transpose();
+      row = e.word.row(batch.id(b, i)).transpose() + e.position.row(pos).transpose();
       if (types) {
         const int t = batch.token_type_ids.empty() ? 0 : batch.token_type_ids[static_cast<std::size_t>(b * L + i)];
         row += e.token_type.row(t).transpose();
       }
     }
   }
-  if (e.norm) ops::layer_norm_forward<T>(out, out, B * L, H, *e.norm, config_.layer_norm_eps);
+  if (e.norm) ops::add_layer_norm_forward<T>(out, nullptr, sum, out, B * L, H, *e.norm, config_.layer_norm_eps, stats);
 }
 
-// Attention of one layer: ws.qkv [N, 3H] -> attn [B, heads, L, L] (the pattern), ws.ctx [N, H].
+// Backward of the embedding block: d_out [N, H] (dropout already undone) -> gradients of the tables. The
+// padding row of the word embeddings (and of RoBERTa's positions) gets nothing from the lookup, as in
+// Hugging Face's nn.Embedding(padding_idx). Threads own column blocks and add tokens in order, so the
+// sums are deterministic. work: [N, H].
 template <class T>
-void Transformer<T>::attention(int layer, const Batch& batch, T* attn, Workspace& ws,
+void Transformer<T>::embed_backward(const Batch& batch, const T* sum, ops::NormStats<T> stats, T* d_out, T* work,
+                                    EmbeddingParams<T>& g) const {
+  const auto& e = params_.embeddings;
+  const Index B = batch.batch_size, L = batch.length, N = B * L, H = config_.hidden_size;
+  const T* d = d_out;
+  if (e.norm) {
+    ops::layer_norm_backward<T>(sum, stats, d_out, N, H, *e.norm, &*g.norm, work);
+    d = work;
+  }
+  const int word_pad = config_.family == Family::gpt2 ? -1 : config_.pad_token_id;
+  const Index position_pad = config_.family == Family::roberta ? config_.pad_token_id : -1;
+  const bool types = config_.type_vocab_size > 0;
+  for_column_blocks(H, true, [&](Index c0, Index c1) {
+    for (Index b = 0; b < B; ++b) {
+      Index real_seen = 0;
+      for (Index i = 0; i < L; ++i) {
+        const T* row = d + (b * L + i) * H;
+        const int id = batch.id(b, i);
+        const Index p = detail::next_position(batch, config_, b, i, real_seen);
+        T* word = id != word_pad ? g.word.data() + id * H : nullptr;
+        T* position = p != position_pad ? g.position.data() + p * H : nullptr;
+        T* type = nullptr;
+        if (types)
+          type = g.token_type.data() +
+                 (batch.token_type_ids.empty() ? 0 : batch.token_type_ids[static_cast<std::size_t>(b * L + i)]) * H;
+        for (Index c = c0; c < c1; ++c) {
+          if (word) word[c] += row[c];
+          if (position) position[c] += row[c];
+          if (type) type[c] += row[c];
+        }
+      }
+    }
+  });
+}
+
+// Attention of one layer: buf.qkv [N, 3H] -> attn [B, heads, L, L] (the pattern), buf.ctx [N, H].
+// Training with attention dropout multiplies V by a dropped-out copy of the pattern; `attn` keeps the
+// pattern itself.
+template <class T>
+void Transformer<T>::attention(int layer, const Batch& batch, T* attn, const Buffers& buf, Workspace& ws,
                                const ForwardOptions<T>& options) const {
-  const ops::AttentionShape shape{batch.batch_size, batch.length, config_.num_heads, config_.head_dim(),
-                                  config_.causal};
-  T scale = T(1) / std::sqrt(static_cast<T>(shape.head_dim));
-  if (config_.scale_by_inverse_layer_idx) scale /= static_cast<T>(layer + 1);
-  const Index pairs = shape.batch * shape.heads;
-  const T* qkv = ws.qkv.data();
+  const auto shape = attention_shape(batch);
+  const T scale = attention_scale(layer);
+  const Index pairs = shape.batch * shape.heads, L2 = shape.map_size();
+  const T* qkv = buf.qkv;
   const int* mask = ws.mask.data();
   const bool hooks_here = hooked(options, HookPoint::attn_scores, layer) || hooked(options, HookPoint::pattern, layer);
   const bool policed = options.policies && options.policies->affects_layer(layer);
   const auto maps = TensorView<T>::contiguous(attn, {shape.batch, shape.heads, shape.length, shape.length});
+  const ops::DropoutMask drop = options.training && buf.dropped
+                                    ? options.training->mask(config_.attention_dropout, dropout_site::attention(layer))
+                                    : ops::DropoutMask{};
   auto& scratch = ws.attention;
-  scratch.prepare(shape, omp_get_max_threads());
+  const int threads = omp_get_max_threads();
+  scratch.prepare(shape, threads);
+  // ctx of pair p from its pattern, or from a dropped-out copy of it.
+  auto context = [&](Index p) {
+    const Index b = p / shape.heads, h = p % shape.heads;
+    const T* map = attn + shape.map_offset(b, h);
+    if (drop.active()) {
+      T* copy = buf.dropped + omp_get_thread_num() * L2;
+      std::copy(map, map + L2, copy);
+      ops::dropout_apply(copy, L2, shape.map_offset(b, h), drop);
+      map = copy;
+    }
+    ops::attention_context_from(qkv, map, buf.ctx, shape, b, h, scratch);
+  };
 
   if (!hooks_here && !policed) {
     // The common path: each (b, h) pair goes scores -> softmax -> context while its map is in cache.
-#pragma omp parallel for schedule(dynamic)
+#pragma omp parallel for schedule(dynamic) num_threads(threads)
     for (Index p = 0; p < pairs; ++p) {
       const Index b = p / shape.heads, h = p % shape.heads;
       ops::attention_scores(qkv, mask, attn, shape, b, h, scale, scratch);
       ops::attention_softmax(attn, shape, b, h);
-      ops::attention_context(qkv, attn, ws.ctx.data(), shape, b, h, scratch);
+      context(p);
     }
     return;
   }
-#pragma omp parallel for schedule(dynamic)
+#pragma omp parallel for schedule(dynamic) num_threads(threads)
   for (Index p = 0; p < pairs; ++p) ops::attention_scores(qkv, mask, attn, shape, p / shape.heads, p % shape.heads, scale, scratch);
   run_hook(options, batch, ws.mask.data(), HookPoint::attn_scores, layer, maps, 1);
-#pragma omp parallel for schedule(dynamic)
+#pragma omp parallel for schedule(dynamic) num_threads(threads)
   for (Index p = 0; p < pairs; ++p) ops::attention_softmax(attn, shape, p / shape.heads, p % shape.heads);
   if (policed)
     options.policies->apply(layer, attn, mask, shape.batch, static_cast<int>(shape.heads), shape.length, shape.causal);
   run_hook(options, batch, ws.mask.data(), HookPoint::pattern, layer, maps, 1);
-#pragma omp parallel for schedule(dynamic)
-  for (Index p = 0; p < pairs; ++p) ops::attention_context(qkv, attn, ws.ctx.data(), shape, p / shape.heads, p % shape.heads, scratch);
+#pragma omp parallel for schedule(dynamic) num_threads(threads)
+  for (Index p = 0; p < pairs; ++p) context(p);
 }
 
 // One block: in [N, H] -> out [N, H] (out may not alias in), attention pattern into attn.
-//   post-LN (BERT):  mid = LN(in + W_O attn(in));        out = LN(mid + MLP(mid))
-//   pre-LN (GPT-2):  mid = in + W_O attn(LN_1(in));      out = mid + MLP(LN_2(mid))
+//   post-LN (BERT):  mid = LN_1(in + drop(W_O attn(in)));      out = LN_2(mid + drop(MLP(mid)))
+//   pre-LN (GPT-2):  mid = in + drop(W_O attn(LN_1(in)));      out = mid + drop(MLP(LN_2(mid)))
+// (dropout only in training; W_O attn(x) has attention dropout on the pattern)
 template <class T>
-void Transformer<T>::block_forward(int layer, const Batch& batch, const T* in, T* out, T* attn, Workspace& ws,
-                                   const ForwardOptions<T>& options) const {
+void Transformer<T>::block_forward(int layer, const Batch& batch, const T* in, T* out, T* attn, const Buffers& buf,
+                                   Workspace& ws, const ForwardOptions<T>& options) const {
   const auto& blk = params_.blocks[static_cast<std::size_t>(layer)];
   const Index B = batch.batch_size, L = batch.length, N = B * L, H = config_.hidden_size;
   const Index I = config_.intermediate_size, nh = config_.num_heads, d = config_.head_dim();
   const double eps = config_.layer_norm_eps;
   const bool pre_ln = config_.pre_layer_norm;
+  const auto* train = options.training && options.training->train_encoder ? options.training : nullptr;
   auto residual_view = [&](const T* p) { return TensorView<T>::contiguous(const_cast<T*>(p), {B, L, H}); };
+  auto dropout = [&](T* x, std::uint64_t site) {
+    if (train) ops::dropout_apply(x, N * H, 0, train->mask(config_.hidden_dropout, site));
+  };
 
   run_hook(options, batch, ws.mask.data(), HookPoint::resid_pre, layer, residual_view(in));
   const T* attn_in = in;
   if (pre_ln) {
-    ops::layer_norm_forward<T>(in, ws.normed.data(), N, H, blk.attn_norm, eps);
-    attn_in = ws.normed.data();
+    ops::layer_norm_forward<T>(in, buf.normed1, N, H, blk.attn_norm, eps, buf.stats1);
+    attn_in = buf.normed1;
   }
-  ops::linear_forward<T>(attn_in, N, blk.qkv, ws.qkv.data(), ops::Epilogue::none, ws.gemm);  // [N, H] -> [N, 3H]
+  ops::linear_forward<T>(attn_in, N, blk.qkv, buf.qkv, Activation::none, ws.gemm);  // [N, H] -> [N, 3H]
   for (int k = 0; k < 3; ++k) {
     // [B, L, heads, d] views into the fused qkv buffer
     TensorView<T> v;
-    v.data = ws.qkv.data() + k * H;
+    v.data = buf.qkv + k * H;
     v.rank = 4;
     v.shape = {B, L, nh, d};
     v.strides = {L * 3 * H, 3 * H, d, 1};
     run_hook(options, batch, ws.mask.data(), k == 0 ? HookPoint::q : k == 1 ? HookPoint::k : HookPoint::v, layer, v, 2);
   }
-  attention(layer, batch, attn, ws, options);
-  run_hook(options, batch, ws.mask.data(), HookPoint::z, layer, TensorView<T>::contiguous(ws.ctx.data(), {B, L, nh, d}), 2);
-  ops::linear_forward<T>(ws.ctx.data(), N, blk.attn_out, ws.proj.data(), ops::Epilogue::none, ws.gemm);  // [N, H] -> [N, H]
-  run_hook(options, batch, ws.mask.data(), HookPoint::attn_out, layer, residual_view(ws.proj.data()));
+  attention(layer, batch, attn, buf, ws, options);
+  run_hook(options, batch, ws.mask.data(), HookPoint::z, layer, TensorView<T>::contiguous(buf.ctx, {B, L, nh, d}), 2);
+  ops::linear_forward<T>(buf.ctx, N, blk.attn_out, buf.proj, Activation::none, ws.gemm);  // [N, H] -> [N, H]
+  run_hook(options, batch, ws.mask.data(), HookPoint::attn_out, layer, residual_view(buf.proj));
+  dropout(buf.proj, dropout_site::attention_output(layer));
 
-  const T* mlp_in = ws.mid.data();
+  const T* mlp_in = buf.mid;
   if (pre_ln) {
-    // mid = in + attn_out; normed = LN_2(mid)
-    ops::add_layer_norm_forward<T>(ws.proj.data(), in, ws.mid.data(), ws.normed.data(), N, H, blk.mlp_norm, eps);
-    run_hook(options, batch, ws.mask.data(), HookPoint::resid_mid, layer, residual_view(ws.mid.data()));
+    // mid = in + attn_out; normed2 = LN_2(mid)
+    ops::add_layer_norm_forward<T>(buf.proj, in, buf.mid, buf.normed2, N, H, blk.mlp_norm, eps, buf.stats2);
+    run_hook(options, batch, ws.mask.data(), HookPoint::resid_mid, layer, residual_view(buf.mid));
     if (hooked(options, HookPoint::resid_mid, layer))
-      ops::layer_norm_forward<T>(ws.mid.data(), ws.normed.data(), N, H, blk.mlp_norm, eps);  // hook changed mid
-    mlp_in = ws.normed.data();
+      ops::layer_norm_forward<T>(buf.mid, buf.normed2, N, H, blk.mlp_norm, eps, buf.stats2);  // hook changed mid
+    mlp_in = buf.normed2;
   } else {
-    ops::add_layer_norm_forward<T>(ws.proj.data(), in, nullptr, ws.mid.data(), N, H, blk.attn_norm, eps);
-    run_hook(options, batch, ws.mask.data(), HookPoint::resid_mid, layer, residual_view(ws.mid.data()));
+    ops::add_layer_norm_forward<T>(buf.proj, in, buf.sum1, buf.mid, N, H, blk.attn_norm, eps, buf.stats1);
+    run_hook(options, batch, ws.mask.data(), HookPoint::resid_mid, layer, residual_view(buf.mid));
   }
-  ops::linear_forward<T>(mlp_in, N, blk.mlp_in, ws.mlp.data(), ops::epilogue_for(config_.activation), ws.gemm);  // [N, H] -> [N, I]
-  run_hook(options, batch, ws.mask.data(), HookPoint::mlp_post, layer, TensorView<T>::contiguous(ws.mlp.data(), {B, L, I}));
-  ops::linear_forward<T>(ws.mlp.data(), N, blk.mlp_out, ws.proj.data(), ops::Epilogue::none, ws.gemm);  // [N, I] -> [N, H]
-  run_hook(options, batch, ws.mask.data(), HookPoint::mlp_out, layer, residual_view(ws.proj.data()));
+  ops::linear_forward<T>(mlp_in, N, blk.mlp_in, buf.mlp, config_.activation, ws.gemm, buf.mlp_pre);  // [N, H] -> [N, I]
+  run_hook(options, batch, ws.mask.data(), HookPoint::mlp_post, layer, TensorView<T>::contiguous(buf.mlp, {B, L, I}));
+  ops::linear_forward<T>(buf.mlp, N, blk.mlp_out, buf.proj, Activation::none, ws.gemm);  // [N, I] -> [N, H]
+  run_hook(options, batch, ws.mask.data(), HookPoint::mlp_out, layer, residual_view(buf.proj));
+  dropout(buf.proj, dropout_site::mlp_output(layer));
   if (pre_ln) {
-    const T* a = ws.mid.data();
-    const T* m = ws.proj.data();
+    const T* a = buf.mid;
+    const T* m = buf.proj;
 #pragma omp parallel for schedule(static)
     for (Index i = 0; i < N * H; ++i) out[i] = a[i] + m[i];
   } else {
-    ops::add_layer_norm_forward<T>(ws.proj.data(), ws.mid.data(), nullptr, out, N, H, blk.mlp_norm, eps);
+    ops::add_layer_norm_forward<T>(buf.proj, buf.mid, buf.sum2, out, N, H, blk.mlp_norm, eps, buf.stats2);
   }
   run_hook(options, batch, ws.mask.data(), HookPoint::resid_post, layer, residual_view(out));
+}
+
+// Backward of block_forward, in reverse, over the block's own saved buffers. work holds
+// [N, H] × 3 + [N, I] + [N, 3H] + threads × 2 L² elements. Hooks are treated as observers here: a hook
+// that modified a tensor passes the gradient through unchanged.
+//   post-LN:  d_sum2 = LN_2ᵀ(d_out);  d_mlp = drop(d_sum2) W_2 ⊙ f'(u);  d_mid = d_sum2 + d_mlp W_1
+//             d_sum1 = LN_1ᵀ(d_mid);  d_ctx = drop(d_sum1) W_O;  d_qkv = attnᵀ(d_ctx);  d_in = d_sum1 + d_qkv W_QKV
+//   pre-LN:   d_mid = d_out + LN_2ᵀ(drop(d_out) W_2 ⊙ f'(u) W_1);  d_ctx = drop(d_mid) W_O
+//             d_in = d_mid + LN_1ᵀ(d_qkv W_QKV)
+template <class T>
+void Transformer<T>::block_backward(int layer, const Batch& batch, const T* in, const T* attn,
+                                    const Buffers& buf, const T* d_out, T* d_in, T* work, const TrainingPass<T>& pass,
+                                    const MaskingPolicies<T>* policies) const {
+  const auto& blk = params_.blocks[static_cast<std::size_t>(layer)];
+  auto& g = pass.gradients->blocks[static_cast<std::size_t>(layer)];
+  const Index B = batch.batch_size, L = batch.length, N = B * L, H = config_.hidden_size;
+  const Index I = config_.intermediate_size;
+  const bool pre_ln = config_.pre_layer_norm;
+  T* d_a = work;             // [N, H]
+  T* d_b = d_a + N * H;      // [N, H]
+  T* d_c = d_b + N * H;      // [N, H]
+  T* d_mlp = d_c + N * H;    // [N, I]
+  T* d_qkv = d_mlp + N * I;  // [N, 3H]
+  T* attention_work = d_qkv + N * 3 * H;
+  auto undo_dropout = [&](T* x, std::uint64_t site) {
+    ops::dropout_apply(x, N * H, 0, pass.mask(config_.hidden_dropout, site));
+  };
+
+  const Index pairs = B * config_.num_heads;
+  auto add_into = [N, H](T* to, const T* from) {
+#pragma omp parallel for schedule(static)
+    for (Index i = 0; i < N * H; ++i) to[i] += from[i];
+  };
+  T* d_branch = d_a;  // gradient of a residual branch (dropout undone in place)
+  T* d_mid = d_b;     // gradient of the stream between attention and MLP
+
+  // --- MLP
+  if (pre_ln) {
+    std::copy(d_out, d_out + N * H, d_branch);
+  } else {
+    ops::layer_norm_backward<T>(buf.sum2, buf.stats2, d_out, N, H, blk.mlp_norm, &g.mlp_norm, d_branch);
+  }
+  std::copy(d_branch, d_branch + N * H, d_mid);  // the residual's share
+  undo_dropout(d_branch, dropout_site::mlp_output(layer));
+  ops::linear_backward<T>(buf.mlp, d_branch, N, blk.mlp_out, &g.mlp_out, d_mlp);  // [N, H] -> [N, I]
+  ops::activation_backward<T>(buf.mlp_pre, buf.mlp, d_mlp, N * I, config_.activation);
+  if (pre_ln) {
+    ops::linear_backward<T>(buf.normed2, d_mlp, N, blk.mlp_in, &g.mlp_in, d_c);  // -> d LN_2(mid)
+    ops::layer_norm_backward<T>(buf.mid, buf.stats2, d_c, N, H, blk.mlp_norm, &g.mlp_norm, d_mid, /*accumulate=*/true);
+  } else {
+    ops::linear_backward<T>(buf.mid, d_mlp, N, blk.mlp_in, &g.mlp_in, d_mid, /*accumulate_dx=*/true);
+  }
+
+  // --- attention
+  T* d_resid = d_mid;  // the input's gradient through the residual connection
+  T* d_ctx = d_c;
+  if (!pre_ln) {
+    ops::layer_norm_backward<T>(buf.sum1, buf.stats1, d_mid, N, H, blk.attn_norm, &g.attn_norm, d_c);
+    d_resid = d_c;
+    d_ctx = d_mid;  // free now
+  }
+  std::copy(d_resid, d_resid + N * H, d_branch);
+  undo_dropout(d_branch, dropout_site::attention_output(layer));
+  ops::linear_backward<T>(buf.ctx, d_branch, N, blk.attn_out, &g.attn_out, d_ctx);  // [N, H] -> [N, H]
+  const auto shape = attention_shape(batch);
+  const T scale = attention_scale(layer);
+  const ops::DropoutMask drop = pass.mask(config_.attention_dropout, dropout_site::attention(layer));
+  const Index L2 = shape.map_size();
+  const int threads = omp_get_max_threads();
+#pragma omp parallel for schedule(dynamic) num_threads(threads)
+  for (Index p = 0; p < pairs; ++p) {
+    const Index b = p / shape.heads, h = p % shape.heads;
+    // A head whose pattern a masking policy replaced does not depend on Q and K (a disabled head).
+    const bool through_scores = !(policies && policies->replaces(layer, static_cast<int>(h)));
+    ops::attention_backward(buf.qkv, attn + shape.map_offset(b, h), d_ctx, d_qkv, shape, b, h, scale, through_scores,
+                            drop, shape.map_offset(b, h), attention_work + omp_get_thread_num() * 2 * L2);
+  }
+  add_into(d_in, d_resid);
+  if (pre_ln) {
+    ops::linear_backward<T>(buf.normed1, d_qkv, N, blk.qkv, &g.qkv, d_branch);  // -> d LN_1(in)
+    ops::layer_norm_backward<T>(in, buf.stats1, d_branch, N, H, blk.attn_norm, &g.attn_norm, d_in, /*accumulate=*/true);
+  } else {
+    ops::linear_backward<T>(in, d_qkv, N, blk.qkv, &g.qkv, d_in, /*accumulate_dx=*/true);
+  }
 }
 
 template <class T>
 void Transformer<T>::forward_into(const Batch& batch, const ForwardOptions<T>& options, ForwardResult<T>& result) const {
   validate_batch(batch);
   const auto& c = config_;
-  const Index B = batch.batch_size, L = batch.length, N = B * L, H = c.hidden_size;
+  const Index B = batch.batch_size, L = batch.length, N = B * L, H = c.hidden_size, I = c.intermediate_size;
   const int layers = c.num_layers;
   if (options.start_layer < 0 || options.start_layer > layers)
     fail("forward: start_layer ", options.start_layer, " outside [0, ", layers, "]");
   if (options.start_layer > 0 && !options.start_hidden)
     fail("forward: start_layer ", options.start_layer, " needs start_hidden (the residual stream entering it)");
   if (options.policies) options.policies->validate(layers, c.num_heads);
+  const TrainingPass<T>* pass = options.training;
+  if (pass && (!pass->tape || !pass->gradients)) fail("forward: a training pass needs a tape and a gradient set");
+  if (pass && options.start_layer > 0) fail("forward: training cannot start at a later layer (start_layer)");
+  if (pass && !pass->tape->recording()) fail("forward: the training tape does not record");
+  const bool train_encoder = pass && pass->train_encoder;
 
   Workspace& ws = result.scratch;
   ws.prepare(c, N, B, L, !options.keep_attentions, !options.keep_hidden_states);
   ws.mask.assign(static_cast<std::size_t>(N), 1);
   if (!batch.attention_mask.empty()) ws.mask = batch.attention_mask;
   const auto u = [](Index v) { return static_cast<std::size_t>(v); };
+  if (options.start_layer > 0) {  // read before the result's buffers are resized or cleared
+    ws.start.resize(N, H);
+    std::copy(options.start_hidden, options.start_hidden + N * H, ws.start.data());
+  }
   if (options.keep_hidden_states) result.hidden_states.resize({u(layers + 1), u(B), u(L), u(H)});
   else result.hidden_states.resize({0, 0, 0, 0});
   if (options.keep_attentions) result.attentions.resize({u(layers), u(B), u(c.num_heads), u(L), u(L)});
@@ -591,44 +614,133 @@ void Transformer<T>::forward_into(const Batch& batch, const ForwardOptions<T>& o
     std::fill(result.attentions.begin(), result.attentions.end(), T(0));
     std::fill(result.hidden_states.begin(), result.hidden_states.end(), T(0));
   }
+  result.vars = {};
 
-  // The residual stream entering layer l: hidden_states[l] when kept, else a ping-pong buffer.
-  auto stream = [&](int l) -> T* {
-    if (options.keep_hidden_states) return result.hidden_states.data() + static_cast<Index>(l) * N * H;
-    return (l % 2 == 0 ? ws.hidden_a : ws.hidden_b).data();
+  autodiff::Tape<T>& tape = pass ? *pass->tape : *ws.inference_tape;
+  if (!pass) tape.set_recording(false);
+  tape.reset();
+  const int threads = omp_get_max_threads();
+
+  // The residual stream entering layer l: hidden_states[l] when kept; else a ping-pong buffer (training:
+  // a buffer per layer, since the backward reads every one).
+  auto& streams = ws.streams;
+  streams.resize(u(layers + 1));
+  for (int l = 0; l <= layers; ++l) {
+    if (options.keep_hidden_states) streams[u(l)] = result.hidden_states.data() + static_cast<Index>(l) * N * H;
+    else if (train_encoder) streams[u(l)] = tape.scratch(N * H);
+    else streams[u(l)] = (l % 2 == 0 ? ws.hidden_a : ws.hidden_b).data();
+  }
+  auto attention_map = [&](int l) -> T* {
+    if (options.keep_attentions) return result.attentions.data() + static_cast<Index>(l) * B * c.num_heads * L * L;
+    return train_encoder ? tape.scratch(B * c.num_heads * L * L) : ws.scores.data();
   };
+
+  // --- embeddings
+  T* embed_sum = nullptr;
+  ops::NormStats<T> embed_stats;
   if (options.start_layer == 0) {
-    embed(batch, stream(0));
-    run_hook(options, batch, ws.mask.data(), HookPoint::embed, -1, TensorView<T>::contiguous(stream(0), {B, L, H}));
+    if (train_encoder && params_.embeddings.norm) {
+      embed_sum = tape.scratch(N * H);
+      embed_stats = {tape.scratch(N), tape.scratch(N)};
+    }
+    embed(batch, streams[0], embed_sum, embed_stats);
+    if (train_encoder) ops::dropout_apply(streams[0], N * H, 0, pass->mask(c.embedding_dropout, dropout_site::embeddings));
+    run_hook(options, batch, ws.mask.data(), HookPoint::embed, -1, TensorView<T>::contiguous(streams[0], {B, L, H}));
   } else {
-    std::copy(options.start_hidden, options.start_hidden + N * H, stream(options.start_layer));
+    std::copy(ws.start.data(), ws.start.data() + N * H, streams[u(options.start_layer)]);
   }
+  auto& stream_vars = ws.stream_vars;
+  stream_vars.clear();
+  T* work = nullptr;  // backward workspace shared by the nodes (they run one at a time)
+  if (train_encoder) {
+    for (int l = 0; l <= layers; ++l) stream_vars.push_back(tape.external(streams[u(l)], {N, H}));
+    work = tape.scratch(3 * N * H + N * I + 3 * N * H + threads * 2 * L * L);
+    const Var first = stream_vars[0];
+    tape.record([this, &batch, pass, first, embed_sum, embed_stats, work, N, H] {
+      ops::dropout_apply(first.grad(), N * H, 0, pass->mask(config_.embedding_dropout, dropout_site::embeddings));
+      embed_backward(batch, embed_sum, embed_stats, first.grad(), work, pass->gradients->embeddings);
+    });
+  }
+
+  // --- blocks
   for (int l = options.start_layer; l < layers; ++l) {
-    T* attn = options.keep_attentions ? result.attentions.data() + static_cast<Index>(l) * B * c.num_heads * L * L
-                                      : ws.scores.data();
+    T* attn = attention_map(l);
     // GPT-2's last block output is not a listed hidden state (HF lists ln_f's output instead).
-    T* out = c.pre_layer_norm && l == layers - 1 ? ws.last_block.data() : stream(l + 1);
-    block_forward(l, batch, stream(l), out, attn, ws, options);
+    const bool last_pre_ln = c.pre_layer_norm && l == layers - 1;
+    T* out = last_pre_ln ? ws.last_block.data() : streams[u(l + 1)];
+    Buffers buf = ws.shared_buffers();
+    if (train_encoder) {
+      buf.qkv = tape.scratch(N * 3 * H);
+      buf.ctx = tape.scratch(N * H);
+      buf.proj = tape.scratch(N * H);
+      buf.mid = tape.scratch(N * H);
+      buf.mlp_pre = tape.scratch(N * I);
+      buf.mlp = tape.scratch(N * I);
+      buf.stats1 = {tape.scratch(N), tape.scratch(N)};
+      buf.stats2 = {tape.scratch(N), tape.scratch(N)};
+      if (c.pre_layer_norm) {
+        buf.normed1 = tape.scratch(N * H);
+        buf.normed2 = tape.scratch(N * H);
+      } else {
+        buf.sum1 = tape.scratch(N * H);
+        buf.sum2 = tape.scratch(N * H);
+      }
+      if (pass->dropout && c.attention_dropout > 0) buf.dropped = tape.scratch(threads * L * L);
+    }
+    block_forward(l, batch, streams[u(l)], out, attn, buf, ws, options);
+    if (train_encoder) {
+      const Var in = stream_vars[u(l)];
+      // The block's output gradient: the next stream's, or for GPT-2's last block the ln_f input's.
+      Var out_var = last_pre_ln ? tape.external(out, {N, H}) : stream_vars[u(l + 1)];
+      if (last_pre_ln) stream_vars.back() = out_var;  // ln_f's node writes into it (below)
+      const MaskingPolicies<T>* policies = options.policies;
+      tape.record([this, &batch, l, in, out_var, attn, buf, work, pass, policies] {
+        block_backward(l, batch, in.value(), attn, buf, out_var.grad(), in.grad(), work, *pass, policies);
+      });
+    }
   }
-  const T* last = stream(layers);
+
+  // --- GPT-2's final LayerNorm: ln_f(last block output) becomes the final listed hidden state
+  T* last = streams[u(layers)];
   if (c.pre_layer_norm) {
-    // ln_f(last block output) becomes the final listed hidden state (in place if no block ran).
-    const T* block_out = layers > options.start_layer ? ws.last_block.data() : stream(layers);
-    T* normed = stream(layers);
-    ops::layer_norm_forward<T>(block_out, normed, N, H, *params_.heads.final_norm, c.layer_norm_eps);
-    run_hook(options, batch, ws.mask.data(), HookPoint::ln_final, -1, TensorView<T>::contiguous(normed, {B, L, H}));
-    last = normed;
+    const T* block_out = layers > options.start_layer ? ws.last_block.data() : streams[u(layers)];
+    ops::NormStats<T> stats;
+    if (train_encoder) stats = {tape.scratch(N), tape.scratch(N)};
+    ops::layer_norm_forward<T>(block_out, last, N, H, *params_.task_heads.final_norm, c.layer_norm_eps, stats);
+    run_hook(options, batch, ws.mask.data(), HookPoint::ln_final, -1, TensorView<T>::contiguous(last, {B, L, H}));
+    if (train_encoder) {
+      const Var in = stream_vars.back();  // the last block's output (set above)
+      const Var normed = tape.external(last, {N, H});
+      stream_vars.back() = normed;
+      tape.record([this, pass, in, normed, stats, N, H] {
+        ops::layer_norm_backward<T>(in.value(), stats, normed.grad(), N, H, *params_.task_heads.final_norm,
+                                    &*pass->gradients->task_heads.final_norm, in.grad(), /*accumulate=*/true);
+      });
+    }
   }
   result.last_hidden_state.resize({u(B), u(L), u(H)});
   std::copy(last, last + N * H, result.last_hidden_state.data());
-  heads_forward(batch, last, result, options);
+  // The heads read `last` through a Var: the stream's (training the encoder) or one whose gradient
+  // nothing consumes (frozen encoder, inference).
+  const Var last_var = train_encoder ? stream_vars.back() : tape.external(last, {N, H});
+  result.vars.last_hidden_state = last_var;
+  heads_forward(batch, last_var, result, options, tape);
 }
 
-// Task heads on the final hidden states last [N, H].
+// Task heads on the final hidden states last [N, H], written once on autodiff functions: in training
+// they record themselves on the tape; in inference the tape does not record and they just compute.
+//   pooler        pooled = tanh(W_p h[:, 0] + b_p)                               (BERT, RoBERTa)
+//   classifier    logits = W_o drop(act(W_pre drop(x) + b_pre)) + b_o, x = h[:, 0] | pooled | h[:, last]
+//   NSP           W_nsp pooled + b_nsp
+//   masked LM     LN(act(W_t h + b_t)) · wordᵀ + bias          causal LM   ln_f(h) · wteᵀ
 template <class T>
-void Transformer<T>::heads_forward(const Batch& batch, const T* last, ForwardResult<T>& result,
-                                   const ForwardOptions<T>& options) const {
-  const auto& heads = params_.heads;
+void Transformer<T>::heads_forward(const Batch& batch, const Var& last, ForwardResult<T>& result,
+                                   const ForwardOptions<T>& options, autodiff::Tape<T>& tape) const {
+  namespace af = autodiff;
+  auto& heads = const_cast<TaskHeadParams<T>&>(params_.task_heads);  // parameters are only read
+  auto& embeddings = const_cast<EmbeddingParams<T>&>(params_.embeddings);
+  const TrainingPass<T>* pass = options.training;
+  TaskHeadParams<T>* gh = pass ? &pass->gradients->task_heads : nullptr;
   const auto& c = config_;
   const Index B = batch.batch_size, L = batch.length, H = c.hidden_size, V = c.vocab_size;
   // Outputs this call does not produce are emptied, so a reused result never shows stale values.
@@ -641,73 +753,90 @@ void Transformer<T>::heads_forward(const Batch& batch, const T* last, ForwardRes
   if (!selected) result.selected_logits.resize({0, 0});
   if (!lm || selected || !options.token_logits) result.token_logits.resize({0, 0, 0});
   if (!on) return;
-  // First token of every sequence: [B, H]
-  Matrix<T> first(B, H);
-  for (Index b = 0; b < B; ++b) first.row(b) = ConstMatrixMap<T>(last + b * L * H, 1, H);
-
-  Matrix<T> pooled;
-  if (heads.pooler) {
-    pooled.resize(B, H);
-    ops::linear_forward<T>(first.data(), B, *heads.pooler, pooled.data(), ops::Epilogue::tanh);
-    result.pooled.resize({size_t(B), size_t(H)});
-    std::copy(pooled.data(), pooled.data() + B * H, result.pooled.data());
+  const auto u = [](Index v) { return static_cast<std::size_t>(v); };
+  auto linear_vars = [&](Linear<T>& p, Linear<T>* g) {
+    return std::pair{af::parameter(tape, p.weight, g ? &g->weight : nullptr),
+                     p.has_bias() ? af::parameter(tape, p.bias, g ? &g->bias : nullptr) : Var{}};
+  };
+  auto drop = [&](const Var& x, double p, std::uint64_t site) {
+    return pass ? af::dropout(tape, x, pass->mask(p, site)) : x;
+  };
+  // Row indices the heads gather, kept until backward: [0, B) first tokens, [B, 2B) last tokens, then
+  // the selected logit positions.
+  auto& rows = result.scratch.rows;
+  const Index P = static_cast<Index>(options.logit_positions.size());
+  rows.resize(u(2 * B + P));
+  for (Index b = 0; b < B; ++b) {
+    rows[u(b)] = b * L;
+    rows[u(B + b)] = b * L + last_token(batch, b);
   }
-  if (const auto& cls = heads.classifier) {
-    Matrix<T> input = cls->on_pooled ? pooled : first;
+  for (Index r = 0; r < P; ++r) {
+    const auto [b, i] = options.logit_positions[u(r)];
+    if (b < 0 || b >= B || i < 0 || i >= L)
+      fail("logit_positions[", r, "] = (", b, ", ", i, ") is outside the batch [", B, ", ", L, "]");
+    rows[u(2 * B + r)] = b * L + i;
+  }
+
+  Var pooled;
+  if (heads.pooler) {
+    if (B == 0 || L == 0) fail("forward: the pooler needs at least one token per row (batch ", B, " x ", L, ")");
+    const Var first = af::gather_rows(tape, last, rows.data(), B);
+    result.pooled.resize({u(B), u(H)});
+    const auto [w, b] = linear_vars(*heads.pooler, gh ? &*gh->pooler : nullptr);
+    pooled = af::linear(tape, first, w, b, Activation::tanh, tape.external(result.pooled.data(), {B, H}));
+    result.vars.pooled = pooled;
+  }
+  if (auto& cls = heads.classifier) {
+    if (L == 0) fail("forward: a sequence classifier needs at least one token per row");
+    auto* gc = gh ? &*gh->classifier : nullptr;
+    Var x = cls->input == ClassifierInput::pooled      ? pooled
+            : cls->input == ClassifierInput::last_token ? af::gather_rows(tape, last, rows.data() + B, B)
+                                                       : af::gather_rows(tape, last, rows.data(), B);
     if (cls->pre) {
-      Matrix<T> hidden(B, cls->pre->out());
-      const auto kind = cls->pre_activation;
-      ops::linear_forward<T>(input.data(), B, *cls->pre, hidden.data(),
-                             kind == ClassifierActivation::tanh   ? ops::Epilogue::tanh
-                             : kind == ClassifierActivation::relu ? ops::Epilogue::relu
-                                                                  : ops::Epilogue::none);
-      input = std::move(hidden);
+      if (c.family == Family::roberta) x = drop(x, c.classifier_dropout, dropout_site::classifier_input);
+      const auto [w, b] = linear_vars(*cls->pre, gc ? &*gc->pre : nullptr);
+      x = af::linear(tape, x, w, b, cls->pre_activation);
     }
+    x = drop(x, c.classifier_dropout, dropout_site::classifier_hidden);
     const Index labels = cls->out.out();
-    result.sequence_logits.resize({size_t(B), size_t(labels)});
-    ops::linear_forward<T>(input.data(), B, cls->out, result.sequence_logits.data());
+    result.sequence_logits.resize({u(B), u(labels)});
+    const auto [w, b] = linear_vars(cls->out, gc ? &gc->out : nullptr);
+    result.vars.sequence_logits = af::linear(tape, x, w, b, Activation::none,
+                                             tape.external(result.sequence_logits.data(), {B, labels}));
   }
   if (heads.next_sentence) {
-    result.next_sentence_logits.resize({size_t(B), size_t(2)});
-    ops::linear_forward<T>(pooled.data(), B, *heads.next_sentence, result.next_sentence_logits.data());
+    result.next_sentence_logits.resize({u(B), u(2)});
+    const auto [w, b] = linear_vars(*heads.next_sentence, gh ? &*gh->next_sentence : nullptr);
+    result.vars.next_sentence_logits =
+        af::linear(tape, pooled, w, b, Activation::none, tape.external(result.next_sentence_logits.data(), {B, 2}));
   }
 
   if (!lm || (!selected && !options.token_logits)) return;
-  // Rows to decode: all B*L positions, or the selected ones.
-  Matrix<T> rows;
-  if (selected) {
-    rows.resize(static_cast<Index>(options.logit_positions.size()), H);
-    for (std::size_t r = 0; r < options.logit_positions.size(); ++r) {
-      const auto [b, i] = options.logit_positions[r];
-      if (b < 0 || b >= B || i < 0 || i >= L)
-        fail("logit_positions[", r, "] = (", b, ", ", i, ") is outside the batch [", B, ", ", L, "]");
-      rows.row(static_cast<Index>(r)) = ConstMatrixMap<T>(last + (b * L + i) * H, 1, H);
-    }
+  // Rows to decode: all B·L positions, or the selected ones.
+  Var x = selected ? af::gather_rows(tape, last, rows.data() + 2 * B, P) : last;
+  Var bias;
+  if (auto& mlm = heads.masked_lm) {
+    auto* gm = gh ? &*gh->masked_lm : nullptr;
+    const auto [w, b] = linear_vars(mlm->transform, gm ? &gm->transform : nullptr);
+    x = af::linear(tape, x, w, b, c.activation);
+    x = af::layer_norm(tape, x, af::parameter(tape, mlm->norm.weight, gm ? &gm->norm.weight : nullptr),
+                       af::parameter(tape, mlm->norm.bias, gm ? &gm->norm.bias : nullptr), c.layer_norm_eps);
+    bias = af::parameter(tape, mlm->decoder_bias, gm ? &gm->decoder_bias : nullptr);
   }
-  const Index R = selected ? rows.rows() : B * L;
-  const T* decoder_in = selected ? rows.data() : last;
-  Matrix<T> transformed;
-  if (heads.masked_lm) {
-    const auto& mlm = heads.masked_lm;
-    // transform -> activation -> LayerNorm, then the tied decoder + bias
-    transformed.resize(R, H);
-    ops::linear_forward<T>(decoder_in, R, mlm->transform, transformed.data(), ops::epilogue_for(c.activation));
-    ops::layer_norm_forward<T>(transformed.data(), transformed.data(), R, H, mlm->norm, c.layer_norm_eps);
-    decoder_in = transformed.data();
-  }
-  T* logits;
+  // [R, H] x [V, H]ᵀ -> [R, V], the decoder tied to the word embeddings (its gradient adds to theirs)
+  const Var decoder = af::parameter(tape, embeddings.word, pass ? &pass->gradients->embeddings.word : nullptr);
+  Var logits;
   if (selected) {
-    result.selected_logits.resize({size_t(R), size_t(V)});
-    logits = result.selected_logits.data();
+    result.selected_logits.resize({u(P), u(V)});
+    logits = tape.external(result.selected_logits.data(), {P, V});
   } else {
-    result.token_logits.resize({size_t(B), size_t(L), size_t(V)});
-    logits = result.token_logits.data();
+    result.token_logits.resize({u(B), u(L), u(V)});
+    logits = tape.external(result.token_logits.data(), {B * L, V});
   }
-  // [R, H] x [V, H]^T -> [R, V], plus the masked-LM decoder bias
-  const T* decoder_bias = heads.masked_lm ? heads.masked_lm->decoder_bias.data() : nullptr;
-  xwt_gemm<T>(decoder_in, R, H, params_.embeddings.word.data(), V, logits, result.scratch.gemm, [&](T* part, Index first, Index n) {
-    if (decoder_bias) ops::bias_epilogue(part, decoder_bias + first, n, ops::Epilogue::none);
-  });
+  logits = af::linear(tape, x, decoder, bias, Activation::none, logits);
+  (selected ? result.vars.selected_logits : result.vars.token_logits) = logits;
 }
 
 }  // namespace darkbert
+
+#include "detail/transformer_checkpoint.hpp"  // load, save, random, task_heads, zero_gradients

@@ -30,6 +30,7 @@
 #include "../../core/matrix.hpp"
 #include "../../core/tensor.hpp"  // AlignedAllocator
 #include "../../core/xwt_gemm.hpp"  // xwt_kernel_available
+#include "dropout.hpp"
 #if defined(__AVX512F__)
 #include "../../core/detail/xwt_kernel_avx512.hpp"
 #endif
@@ -47,7 +48,8 @@ struct AttentionShape {
 };
 
 // Working memory of the float kernel path, one slice per thread: K of one head packed as panels, and
-// spare rows for a partial last tile. prepare() before the parallel loop; for_thread() inside it.
+// spare rows for a partial last tile. prepare(shape, threads) before a parallel loop that runs with
+// num_threads(threads); for_thread() inside it (it cannot fail there, so nothing throws inside the region).
 struct AttentionScratch {
   std::vector<float, AlignedAllocator<float>> buffer;
   Index per_thread = 0, panel_floats = 0;
@@ -60,11 +62,7 @@ struct AttentionScratch {
     const auto total = static_cast<std::size_t>(per_thread * threads);
     if (buffer.size() < total) buffer.resize(total);
   }
-  float* for_thread() {
-    const auto end = static_cast<std::size_t>((omp_get_thread_num() + 1) * per_thread);
-    if (end > buffer.size()) fail("AttentionScratch: prepared for fewer threads than the loop runs on");
-    return buffer.data() + omp_get_thread_num() * per_thread;
-  }
+  float* for_thread() { return buffer.data() + omp_get_thread_num() * per_thread; }
 };
 
 namespace detail {
@@ -151,12 +149,12 @@ void attention_softmax(T* scores, const AttentionShape& s, Index b, Index h) {
   }
 }
 
-// ctx[b rows, head h columns] = pattern_bh · V_bh.
+// ctx[b rows, head h columns] = P · V_bh for an [L, L] map P of (b, h): its pattern, or a dropped-out
+// copy of it during training.
 template <class T>
-void attention_context(const T* qkv, const T* pattern, T* ctx, const AttentionShape& s, Index b, Index h,
-                       AttentionScratch& scratch) {
+void attention_context_from(const T* qkv, const T* P, T* ctx, const AttentionShape& s, Index b, Index h,
+                            AttentionScratch& scratch) {
   const Index L = s.length, d = s.head_dim, H = s.hidden();
-  const T* P = pattern + s.map_offset(b, h);
   const T* v = qkv + b * L * 3 * H + 2 * H + h * d;
   T* c = ctx + b * L * H + h * d;
   if constexpr (xwt_kernel_available<T>()) {
@@ -178,6 +176,62 @@ void attention_context(const T* qkv, const T* pattern, T* ctx, const AttentionSh
     detail::MutableStridedMatrix<T> C(c, L, d, Eigen::OuterStride<>(H));
     C.noalias() = Pm * V;
   }
+}
+
+// ctx[b rows, head h columns] = pattern_bh · V_bh.
+template <class T>
+void attention_context(const T* qkv, const T* pattern, T* ctx, const AttentionShape& s, Index b, Index h,
+                       AttentionScratch& scratch) {
+  attention_context_from(qkv, pattern + s.map_offset(b, h), ctx, s, b, h, scratch);
+}
+
+// Backward of one (b, h) pair. P is the pattern that multiplied V (after masking policies, before
+// attention dropout, whose mask `drop` is regenerated: element (i, j) of the pair has index
+// drop_first + i·L + j). dctx [N, H] is the gradient of the context; dQ, dK, dV of (b, h) are written
+// into their own rows and columns of dqkv [N, 3H], so pairs run in parallel without conflicts.
+//   Pd = drop(P);  dV = Pdᵀ dC;  dP = drop(dC Vᵀ)
+//   dS = P ⊙ (dP - rowsum(dP ⊙ P))      softmax backward; masked keys have P = 0 and get nothing
+//   dQ = scale · dS K;  dK = scale · dSᵀ Q
+// When `through_scores` is false (a masking policy replaced the pattern, e.g. a disabled head) the
+// pattern does not depend on Q and K: dQ = dK = 0 and only V gets a gradient.
+// work: 2·L·L elements of this thread's scratch.
+template <class T>
+void attention_backward(const T* qkv, const T* P, const T* dctx, T* dqkv, const AttentionShape& s, Index b, Index h,
+                        T scale, bool through_scores, const DropoutMask& drop, Index drop_first, T* work) {
+  const Index L = s.length, d = s.head_dim, H = s.hidden(), ld = 3 * H;
+  const Index base = b * L * ld + h * d;
+  detail::StridedMatrix<T> Q(qkv + base, L, d, Eigen::OuterStride<>(ld));
+  detail::StridedMatrix<T> K(qkv + base + H, L, d, Eigen::OuterStride<>(ld));
+  detail::StridedMatrix<T> V(qkv + base + 2 * H, L, d, Eigen::OuterStride<>(ld));
+  detail::StridedMatrix<T> dC(dctx + b * L * H + h * d, L, d, Eigen::OuterStride<>(H));
+  detail::MutableStridedMatrix<T> dQ(dqkv + base, L, d, Eigen::OuterStride<>(ld));
+  detail::MutableStridedMatrix<T> dK(dqkv + base + H, L, d, Eigen::OuterStride<>(ld));
+  detail::MutableStridedMatrix<T> dV(dqkv + base + 2 * H, L, d, Eigen::OuterStride<>(ld));
+
+  const T* Pd = P;
+  if (drop.active()) {
+    std::copy(P, P + L * L, work);
+    dropout_apply(work, L * L, drop_first, drop);
+    Pd = work;
+  }
+  dV.noalias() = ConstMatrixMap<T>(Pd, L, L).transpose() * dC;
+  MatrixMap<T> dP(work + L * L, L, L);
+  dP.noalias() = dC * V.transpose();
+  dropout_apply(dP.data(), L * L, drop_first, drop);
+  if (!through_scores) {
+    dQ.setZero();
+    dK.setZero();
+    return;
+  }
+  for (Index i = 0; i < L; ++i) {
+    const T* p = P + i * L;
+    T* g = dP.data() + i * L;
+    T dot = 0;
+    for (Index j = 0; j < L; ++j) dot += g[j] * p[j];
+    for (Index j = 0; j < L; ++j) g[j] = scale * p[j] * (g[j] - dot);
+  }
+  dQ.noalias() = dP * K;
+  dK.noalias() = dP.transpose() * Q;
 }
 
 }  // namespace darkbert::ops

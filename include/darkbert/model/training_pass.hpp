@@ -1,0 +1,46 @@
+#pragma once
+// What a forward pass needs to know to train: the tape it records on, where parameter gradients
+// accumulate, and the dropout stream. Passed as ForwardOptions::training; null = inference.
+//
+//   darkbert::autodiff::Tape<float> tape;
+//   auto grads = model.zero_gradients();
+//   darkbert::TrainingPass<float> pass{.tape = &tape, .gradients = &grads, .seed = 7, .step = step};
+//   model.forward_into(batch, {.training = &pass}, out);
+//   tape.backward(darkbert::task_loss(tape, model, batch, out, labels));   // train/task_loss.hpp
+
+#include <cstdint>  // std::uint64_t
+
+#include "../autodiff/tape.hpp"
+#include "../core/counter_rng.hpp"
+#include "ops/dropout.hpp"
+#include "parameters.hpp"
+
+namespace darkbert {
+
+template <class T>
+struct TrainingPass {
+  autodiff::Tape<T>* tape = nullptr;          // reset by the caller before each step
+  TransformerParams<T>* gradients = nullptr;  // same shapes as the model's (Transformer::zero_gradients); += here
+  bool dropout = true;                        // the config's dropout probabilities; false = dropout off
+  std::uint64_t seed = 0;                     // dropout masks: stream_key(seed, step, site)
+  std::uint64_t step = 0;
+  // false: the encoder runs as in inference (no dropout, nothing saved) and only the task heads learn
+  // (the paper's frozen-encoder baseline).
+  bool train_encoder = true;
+
+  // The mask of one dropout site (a layer's attention probabilities, a residual branch, ...).
+  ops::DropoutMask mask(double p, std::uint64_t site) const {
+    return {dropout ? static_cast<float>(p) : 0.0f, stream_key(seed, step, site)};
+  }
+};
+
+// Dropout sites, so that every mask of a step has its own stream.
+namespace dropout_site {
+inline constexpr std::uint64_t embeddings = 1;
+inline std::uint64_t attention(int layer) { return 16 + 4 * static_cast<std::uint64_t>(layer); }
+inline std::uint64_t attention_output(int layer) { return 17 + 4 * static_cast<std::uint64_t>(layer); }
+inline std::uint64_t mlp_output(int layer) { return 18 + 4 * static_cast<std::uint64_t>(layer); }
+inline constexpr std::uint64_t classifier_input = 2, classifier_hidden = 3;
+}  // namespace dropout_site
+
+}  // namespace darkbert

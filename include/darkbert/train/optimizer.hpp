@@ -1,0 +1,154 @@
+#pragma once
+// AdamW (Loshchilov & Hutter) with decoupled weight decay, BERT's learning-rate schedule (linear warm-up,
+// then linear decay to zero), global-norm gradient clipping, and gradient accumulation.
+//
+//   darkbert::AdamW<float> optimizer(model, {.weight_decay = 0.01});
+//   darkbert::LinearSchedule schedule{.peak = 2e-5, .warmup_steps = 100, .total_steps = 1000};
+//   ... forward + backward into grads (accumulated over micro-batches) ...
+//   const double norm = optimizer.step(grads, schedule(step), {.max_grad_norm = 1.0, .micro_batches = 4});
+//   optimizer.zero_grad(grads);
+//
+// Weight decay applies to matrices only, never to biases or LayerNorm parameters (every 1-d parameter),
+// as in BERT's and Hugging Face's recipes. Every update is element-wise and the norm is summed in a
+// fixed order, so a training run is bit-identical from run to run.
+
+#include <omp.h>  // omp_in_parallel
+
+#include <algorithm>  // std::min, std::fill
+#include <cmath>      // std::sqrt, std::pow
+#include <cstdint>    // std::int64_t
+#include <vector>     // std::vector
+
+#include "../core/error.hpp"
+#include "../model/parameter_names.hpp"
+#include "../model/transformer.hpp"
+
+namespace darkbert {
+
+struct AdamWOptions {
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double epsilon = 1e-6;  // BERT's AdamW
+  double weight_decay = 0.01;
+};
+
+struct StepOptions {
+  double max_grad_norm = 1.0;  // clip the global gradient norm to this (<= 0: no clipping)
+  int micro_batches = 1;       // gradients summed over this many micro-batches are averaged
+};
+
+// Linear warm-up to `peak` over warmup_steps, then linear decay to 0 at total_steps.
+struct LinearSchedule {
+  double peak = 2e-5;
+  std::int64_t warmup_steps = 0;
+  std::int64_t total_steps = 1;
+
+  // As Hugging Face's get_linear_schedule_with_warmup: the update at step s (from 0) uses
+  // peak · s / warmup during warm-up, then peak · (total - s) / (total - warmup).
+  double operator()(std::int64_t step) const {
+    if (step < warmup_steps) return peak * static_cast<double>(step) / static_cast<double>(warmup_steps);
+    const auto left = total_steps - warmup_steps;
+    return left > 0 ? peak * std::max(0.0, static_cast<double>(total_steps - step) / static_cast<double>(left)) : 0.0;
+  }
+};
+
+template <class T>
+class AdamW {
+ public:
+  AdamW(Transformer<T>& model, AdamWOptions options = {}) : model_(model), options_(options) {
+    // The parameters never move, so their slots are walked once; so are a gradient set's (grad_slots).
+    for (const auto& slot : parameter_slots(model.params(), model.config())) {
+      Index n = 1;
+      for (auto d : slot.shape) n *= d;
+      slots_.push_back({offset_, n, slot.shape.size() >= 2, slot.data});
+      offset_ += n;
+    }
+    m_.assign(static_cast<std::size_t>(offset_), T(0));
+    v_.assign(static_cast<std::size_t>(offset_), T(0));
+  }
+
+  // Sets every gradient of `grads` to zero (after a step, before the next micro-batches).
+  void zero_grad(TransformerParams<T>& grads) {
+    const auto& g = grad_slots(grads);
+    for (std::size_t k = 0; k < slots_.size(); ++k) std::fill(g[k], g[k] + slots_[k].size, T(0));
+  }
+
+  // One update with learning rate lr from gradients summed over `micro_batches` micro-batches; clips
+  // their global norm first. Returns the norm before clipping.
+  double step(TransformerParams<T>& grads, double lr, StepOptions step_options = {}) {
+    const auto& gs = grad_slots(grads);
+    const double average = 1.0 / std::max(1, step_options.micro_batches);
+    double squares = 0;  // in slot order, each slot in element order: deterministic
+    for (std::size_t k = 0; k < slots_.size(); ++k) {
+      const T* g = gs[k];
+      double s = 0;
+      for (Index i = 0; i < slots_[k].size; ++i) s += static_cast<double>(g[i]) * static_cast<double>(g[i]);
+      squares += s;
+    }
+    const double norm = std::sqrt(squares) * average;
+    const double clip = step_options.max_grad_norm > 0 && norm > step_options.max_grad_norm
+                            ? step_options.max_grad_norm / (norm + 1e-6)
+                            : 1.0;
+    ++steps_;
+    const T b1 = static_cast<T>(options_.beta1), b2 = static_cast<T>(options_.beta2);
+    const T correction1 = static_cast<T>(1 - std::pow(options_.beta1, static_cast<double>(steps_)));
+    const T correction2 = static_cast<T>(1 - std::pow(options_.beta2, static_cast<double>(steps_)));
+    const T grad_scale = static_cast<T>(average * clip), eps = static_cast<T>(options_.epsilon);
+    const T rate = static_cast<T>(lr);
+    for (std::size_t k = 0; k < slots_.size(); ++k) {
+      T* p = slots_[k].param;
+      const T* g = gs[k];
+      T* m = m_.data() + slots_[k].offset;
+      T* v = v_.data() + slots_[k].offset;
+      const T decay = slots_[k].decayed ? T(1) - rate * static_cast<T>(options_.weight_decay) : T(1);
+      const Index n = slots_[k].size;
+#pragma omp parallel for schedule(static) if (n > (1 << 16) && !omp_in_parallel())
+      for (Index i = 0; i < n; ++i) {
+        const T gi = g[i] * grad_scale;
+        m[i] = b1 * m[i] + (T(1) - b1) * gi;
+        v[i] = b2 * v[i] + (T(1) - b2) * gi * gi;
+        p[i] = p[i] * decay - rate * (m[i] / correction1) / (std::sqrt(v[i] / correction2) + eps);
+      }
+    }
+    return norm;
+  }
+
+  std::int64_t steps() const { return steps_; }
+  // The moment estimates, for checkpointing and resuming (same order as parameter_slots).
+  std::vector<T>& first_moments() { return m_; }
+  std::vector<T>& second_moments() { return v_; }
+  void set_steps(std::int64_t steps) { steps_ = steps; }
+
+ private:
+  struct Slot {
+    Index offset, size;
+    bool decayed;
+    T* param;
+  };
+  // Where each slot's gradient lives in `grads`, walked once per gradient set (no allocation per step).
+  const std::vector<T*>& grad_slots(TransformerParams<T>& grads) {
+    if (grads_of_ != &grads) {
+      const auto gs = parameter_slots(grads, model_.config());
+      require(gs.size() == slots_.size(), "AdamW: the gradients do not have the model's parameter layout");
+      grad_data_.clear();
+      for (std::size_t k = 0; k < gs.size(); ++k) {
+        Index n = 1;
+        for (auto d : gs[k].shape) n *= d;
+        require(n == slots_[k].size, "AdamW: gradient '", gs[k].name, "' has ", n, " elements, the parameter ", slots_[k].size);
+        grad_data_.push_back(gs[k].data);
+      }
+      grads_of_ = &grads;
+    }
+    return grad_data_;
+  }
+  Transformer<T>& model_;
+  AdamWOptions options_;
+  std::vector<Slot> slots_;
+  Index offset_ = 0;
+  std::vector<T> m_, v_;
+  std::int64_t steps_ = 0;
+  const TransformerParams<T>* grads_of_ = nullptr;
+  std::vector<T*> grad_data_;
+};
+
+}  // namespace darkbert

@@ -1,0 +1,92 @@
+#pragma once
+// The loss of a model's task head, as Hugging Face computes it (mean reduction):
+//   sequence classifier, several labels    cross-entropy of sequence_logits against classes
+//   sequence classifier, one label         MSE of sequence_logits against values (regression)
+//   masked LM (+ NSP)                      cross-entropy over tokens != -100 (+ cross-entropy of NSP)
+//   causal LM (GPT-2)                      cross-entropy of logits[:, :-1] against tokens[:, 1:]
+//
+//   TaskLabels labels{.classes = {2, 0, 1}};
+//   auto loss = darkbert::task_loss(tape, model, batch, result, labels);   // after a training forward
+//   tape.backward(loss);
+
+#include <vector>  // std::vector
+
+#include "../autodiff/functions.hpp"
+#include "../core/error.hpp"
+#include "../model/batch.hpp"
+#include "../model/ops/loss.hpp"  // ignore_index
+#include "../model/transformer.hpp"
+
+namespace darkbert {
+
+struct TaskLabels {
+  std::vector<int> classes;        // [B]    sequence classification
+  std::vector<double> values;      // [B]    regression (a model with one label)
+  std::vector<int> tokens;         // [B·L]  masked / causal LM targets, ops::ignore_index = ignored; for a
+                                   //        causal LM tokens[b, i] is the token at i (the shift is done here)
+  std::vector<int> next_sentence;  // [B]    BERT NSP: 0 = B follows A, 1 = random
+};
+
+// Targets converted for the loss functions, kept until backward has run (the tape points at them).
+template <class T>
+struct LossTargets {
+  std::vector<int> classes;
+  std::vector<T> values;
+};
+
+template <class T>
+autodiff::Var<T> task_loss(autodiff::Tape<T>& tape, const Transformer<T>& model, const Batch& batch,
+                           const ForwardResult<T>& result, const TaskLabels& labels, LossTargets<T>& targets) {
+  namespace af = autodiff;
+  const auto& heads = model.params().task_heads;
+  const auto& c = model.config();
+  const Index B = batch.batch_size, L = batch.length;
+  const auto u = [](Index v) { return static_cast<std::size_t>(v); };
+  const auto& vars = result.vars;
+  if (heads.classifier) {
+    require(vars.sequence_logits.valid(), "task_loss: run a training forward (ForwardOptions::training) first");
+    const Index outputs = heads.classifier->out.out();
+    if (outputs == 1 || c.problem_type == "regression") {
+      require(outputs == 1, "task_loss: regression needs a classifier with one output, this one has ", outputs);
+      require(labels.values.size() == u(B), "task_loss: regression needs ", B, " values, got ", labels.values.size());
+      targets.values.assign(labels.values.begin(), labels.values.end());
+      return af::mse(tape, vars.sequence_logits, targets.values.data());
+    }
+    require(labels.classes.size() == u(B), "task_loss: classification needs ", B, " class labels, got ",
+            labels.classes.size());
+    targets.classes = labels.classes;
+    return af::cross_entropy(tape, vars.sequence_logits, targets.classes.data());
+  }
+  if (heads.masked_lm || heads.causal_lm) {
+    require(labels.tokens.size() == u(B * L), "task_loss: a language-model head needs B·L = ", B * L,
+            " token labels, got ", labels.tokens.size());
+    const bool selected = vars.selected_logits.valid();
+    require(selected || vars.token_logits.valid(), "task_loss: run a training forward with token logits first");
+    targets.classes.clear();
+    if (selected) {
+      // The logits exist only at the selected (masked) positions: gather their labels.
+      for (Index r = 0; r < vars.selected_logits.rows(); ++r) {
+        const Index row = result.scratch.rows[u(2 * B + r)];
+        targets.classes.push_back(labels.tokens[u(row)]);
+      }
+      require(!heads.causal_lm, "task_loss: a causal LM computes logits at every position (no logit_positions)");
+    } else if (heads.causal_lm) {
+      // Position i predicts the token at i + 1; the last position of each row predicts nothing.
+      targets.classes.assign(u(B * L), ops::ignore_index);
+      for (Index b = 0; b < B; ++b)
+        for (Index i = 0; i + 1 < L; ++i) targets.classes[u(b * L + i)] = labels.tokens[u(b * L + i + 1)];
+    } else {
+      targets.classes = labels.tokens;
+    }
+    auto loss = af::cross_entropy(tape, selected ? vars.selected_logits : vars.token_logits, targets.classes.data());
+    if (heads.next_sentence && !labels.next_sentence.empty()) {
+      require(labels.next_sentence.size() == u(B), "task_loss: NSP needs ", B, " labels, got ",
+              labels.next_sentence.size());
+      loss = af::add(tape, loss, af::cross_entropy(tape, vars.next_sentence_logits, labels.next_sentence.data()));
+    }
+    return loss;
+  }
+  fail("task_loss: the model has no task head to train (", c.architecture, ")");
+}
+
+}  // namespace darkbert
