@@ -11,7 +11,9 @@
 #include <iostream>    // std::cout
 
 #include "commands.hpp"
+#include "darkbert/core/atomic_file.hpp"
 #include "darkbert/model/transformer.hpp"
+#include "darkbert/tokenizer/detail/text_files.hpp"
 
 namespace darkbert::cli {
 
@@ -34,7 +36,8 @@ void add_init_command(CLI::App& app) {
       int copied = 0;
       for (const char* file : {"vocab.txt", "vocab.json", "merges.txt", "tokenizer_config.json"})
         if (std::filesystem::exists(o->tokenizer / file)) {
-          std::filesystem::copy_file(o->tokenizer / file, o->out / file, std::filesystem::copy_options::overwrite_existing);
+          // Copied through the crash-safe writer, so a full disk is reported and no torn copy is left.
+          write_file_atomically(o->out / file, detail::read_text_file(o->tokenizer / file, "tokenizer file"));
           ++copied;
         }
       if (copied == 0) fail(o->tokenizer.string(), ": no vocab.txt or vocab.json + merges.txt to copy");

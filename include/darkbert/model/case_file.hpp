@@ -9,7 +9,7 @@
 //     auto hidden = darkbert::named_output(out, model, "hidden_states");
 //   }
 
-#include <cmath>       // std::abs
+#include <cmath>       // std::abs, std::isfinite
 #include <filesystem>  // std::filesystem::path
 #include <limits>      // std::numeric_limits
 #include <map>         // std::map
@@ -189,6 +189,67 @@ double max_relative_error(const Got& got, const Expected& expected) {
     worst = std::max(worst, std::abs(static_cast<double>(got.data()[i]) - e) / (1 + std::abs(e)));
   }
   return worst;
+}
+
+namespace detail {
+
+// The checkpoint tensor of a family's masked-LM head (what TaskHeads::detect looks for).
+inline const char* masked_lm_tensor(Family f) {
+  switch (f) {
+    case Family::roberta: return "lm_head.dense.weight";
+    case Family::distilbert: return "vocab_transform.weight";
+    case Family::gpt2: return "lm_head (GPT-2 has no masked-LM head)";
+    case Family::bert: break;
+  }
+  return "cls.predictions.transform.dense.weight";
+}
+
+}  // namespace detail
+
+// Refuses, before any forward pass, a cases file that names an output this model cannot produce, naming
+// the case, the output and the tensor the checkpoint lacks; a runner calls it before writing anything, so
+// a missing pooler does not surface after other outputs were already written.
+//   darkbert::require_outputs(cases, model, model_dir);
+template <class T>
+void require_outputs(const CaseFile& file, const Transformer<T>& model, const std::filesystem::path& model_dir) {
+  const TaskHeads heads = model.task_heads();
+  const Family family = model.config().family;
+  const bool lm = heads.masked_lm || heads.causal_lm;
+  for (const auto& c : file.cases)
+    for (const auto& [name, expected] : c.outputs) {
+      const char* missing = nullptr;
+      if (name == "embeddings" || name == "hidden_states" || name == "attentions" || name == "last_hidden_state") {
+        continue;  // every model computes these
+      } else if (name == "pooled") {
+        if (!heads.pooler) missing = "pooler.dense.weight";
+      } else if (name == "nsp_logits") {
+        if (!heads.next_sentence) missing = "cls.seq_relationship.weight";
+      } else if (name == "mlm_logits") {
+        if (!lm) missing = detail::masked_lm_tensor(family);
+      } else if (name == "logits") {
+        if (!lm && heads.classifier_labels == 0)
+          missing = family == Family::gpt2 ? "score.weight" : "classifier.weight (or a masked-LM head)";
+      } else {
+        fail(file.path.string(), ": case '", c.name, "': unknown output name '", name,
+             "' (known: embeddings, hidden_states, attentions, last_hidden_state, pooled, logits, mlm_logits, "
+             "nsp_logits)");
+      }
+      if (missing)
+        fail(file.path.string(), ": case '", c.name, "' asks for output '", name, "', which needs the tensor '",
+             missing, "', and the checkpoint ", model_dir.string(), " has none");
+    }
+}
+
+// Refuses an output holding NaN or infinity, naming the case, the output and the element: finite weights
+// can still overflow the computation type (a weight near FLT_MAX), and a runner must not write such an
+// output and exit 0.
+//   darkbert::require_finite_output(value, "forward", "hidden_states");
+template <class E>
+void require_finite_output(const E& value, const std::string& case_name, const std::string& output) {
+  for (std::size_t i = 0; i < value.size(); ++i)
+    if (!std::isfinite(static_cast<double>(value.data()[i])))
+      fail("case '", case_name, "': output '", output, "' holds the non-finite value ", value.data()[i],
+           " at flat index ", i, " (the weights overflow the computation type)");
 }
 
 // An output of a forward pass by its cases-file name: embeddings, hidden_states, attentions,
