@@ -30,8 +30,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   // Reports and JSON go to standard output too; a full disk or closed pipe there is an error, not exit 0.
-  std::cout.flush();
   errno = 0;
+  std::cout.flush();
   if (!std::cout || std::fflush(stdout) != 0 || std::ferror(stdout)) {
     std::cerr << "darkbert: error: standard output: write failed"
               << (errno ? std::string(": ") + std::strerror(errno) : std::string()) << "\n";
