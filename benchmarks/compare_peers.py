@@ -9,6 +9,13 @@ script prints best/median ms per batch and per sequence, GFLOP/s, and the ratio 
     /usr/bin/python3 benchmarks/compare_peers.py                      # batch 1 and 8, 5 reps, all runners
     /usr/bin/python3 benchmarks/compare_peers.py --skip-darkbert --batches 1 --reps 3
     /usr/bin/python3 benchmarks/compare_peers.py --darkbert /tmp/build_me/examples/darkbert --json out.json
+    /usr/bin/python3 benchmarks/compare_peers.py --mode train-step --batches 8          # BERT-base train step
+    /usr/bin/python3 benchmarks/compare_peers.py --mode train-step --batches 32 --layers 4 --hidden 256 \
+        --heads 4 --ff 1024                                                            # the mini shape
+
+--mode train-step times one training step of a BERT sequence classifier instead (pooler + 2-way classifier on
+the encoder, dropout 0.1 everywhere BERT has it, cross-entropy, backward, AdamW): torch in train mode with
+torch.optim.AdamW, darkbert with `darkbert bench train-step`. ONNX Runtime has no training and is skipped.
 
 PyTorch thread settings are torch.set_num_threads(n) (intra-op); Debian's torch calls OpenBLAS, whose own
 thread pool still uses every core. ONNX Runtime runs through Node (npm package onnxruntime-node, installed
@@ -126,8 +133,9 @@ def check_blas() -> bool:
 class BertLayer(torch.nn.Module):
     """Post-LN BERT layer: x = LN(x + Attn(x)); x = LN(x + FFN(x)); returns (x, attention pattern)."""
 
-    def __init__(self, s: Shape):
+    def __init__(self, s: Shape, dropout: float = 0.0):
         super().__init__()
+        self.p = dropout  # BERT's hidden and attention dropout (only in train mode)
         self.heads, self.head_dim = s.heads, s.hidden // s.heads
         self.q, self.k, self.v, self.o = (torch.nn.Linear(s.hidden, s.hidden) for _ in range(4))
         self.ln_attn = torch.nn.LayerNorm(s.hidden, eps=1e-12)
@@ -143,9 +151,9 @@ class BertLayer(torch.nn.Module):
         q, k, v = self.split(self.q(x)), self.split(self.k(x)), self.split(self.v(x))
         scores = q @ k.transpose(-1, -2) / self.head_dim**0.5 + additive_mask  # [B, heads, L, L]
         pattern = scores.softmax(dim=-1)
-        z = (pattern @ v).transpose(1, 2).reshape(b, l, h)  # [B, L, H]
-        x = self.ln_attn(x + self.o(z))
-        x = self.ln_ffn(x + self.down(F.gelu(self.up(x))))  # erf GELU
+        z = (F.dropout(pattern, self.p, self.training) @ v).transpose(1, 2).reshape(b, l, h)  # [B, L, H]
+        x = self.ln_attn(x + F.dropout(self.o(z), self.p, self.training))
+        x = self.ln_ffn(x + F.dropout(self.down(F.gelu(self.up(x))), self.p, self.training))  # erf GELU
         return x, pattern
 
 
@@ -153,18 +161,19 @@ class BertEncoder(torch.nn.Module):
     """Embeddings + `layers` BERT layers. forward(input_ids, attention_mask, token_type_ids) ->
     (last hidden state [B, L, H], pattern of layer 0, ..., pattern of layer n-1)."""
 
-    def __init__(self, s: Shape):
+    def __init__(self, s: Shape, dropout: float = 0.0):
         super().__init__()
+        self.p = dropout
         self.word = torch.nn.Embedding(s.vocab, s.hidden)
         self.position = torch.nn.Embedding(s.seq, s.hidden)
         self.token_type = torch.nn.Embedding(2, s.hidden)
         self.ln_embed = torch.nn.LayerNorm(s.hidden, eps=1e-12)
-        self.layers = torch.nn.ModuleList(BertLayer(s) for _ in range(s.layers))
+        self.layers = torch.nn.ModuleList(BertLayer(s, dropout) for _ in range(s.layers))
         self.register_buffer("position_ids", torch.arange(s.seq).unsqueeze(0), persistent=False)
 
     def forward(self, input_ids, attention_mask, token_type_ids):
         x = self.word(input_ids) + self.position(self.position_ids) + self.token_type(token_type_ids)
-        x = self.ln_embed(x)
+        x = F.dropout(self.ln_embed(x), self.p, self.training)
         additive_mask = (1.0 - attention_mask[:, None, None, :].to(x.dtype)) * -10000.0  # [B, 1, 1, L]
         patterns = []
         for layer in self.layers:
@@ -173,10 +182,26 @@ class BertEncoder(torch.nn.Module):
         return (x, *patterns)
 
 
-def build_model(s: Shape, seed: int) -> BertEncoder:
+class BertClassifier(torch.nn.Module):
+    """BertForSequenceClassification's shape: encoder, pooler (tanh of a dense layer on the first token),
+    dropout, 2-way classifier. Dropout 0.1 as BERT trains."""
+
+    def __init__(self, s: Shape):
+        super().__init__()
+        self.encoder = BertEncoder(s, dropout=0.1)
+        self.pooler = torch.nn.Linear(s.hidden, s.hidden)
+        self.classifier = torch.nn.Linear(s.hidden, 2)
+
+    def forward(self, input_ids, attention_mask, token_type_ids):
+        x = self.encoder(input_ids, attention_mask, token_type_ids)[0]
+        pooled = torch.tanh(self.pooler(x[:, 0]))
+        return self.classifier(F.dropout(pooled, 0.1, self.training))
+
+
+def build_model(s: Shape, seed: int, module=None) -> torch.nn.Module:
     """Random weights from `seed`: N(0, 0.02) for matrices, embeddings and biases, LayerNorm gain 1 + N(0, 0.02)."""
     torch.manual_seed(seed)
-    model = BertEncoder(s)
+    model = (module or BertEncoder)(s)
     with torch.no_grad():
         for name, p in model.named_parameters():
             p.normal_(0.0, 0.02)
@@ -217,6 +242,29 @@ def torch_worker(s: Shape, batch: int, threads: int, args) -> None:
     print(json.dumps({"times_ms": times, "peak_rss_mb": peak_rss_mb()}))
 
 
+def torch_train_worker(s: Shape, batch: int, threads: int, args) -> None:
+    """One training step per rep (zero_grad, forward, cross-entropy, backward, AdamW), in train mode."""
+    torch.set_num_threads(threads)
+    model = build_model(s, args.seed, BertClassifier).train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5, weight_decay=0.01)
+    inputs = make_inputs(s, batch, args.seed)
+    labels = torch.arange(batch) % 2
+
+    def step():
+        optimizer.zero_grad(set_to_none=True)
+        F.cross_entropy(model(*inputs), labels).backward()
+        optimizer.step()
+
+    times = []
+    for _ in range(args.warmup):
+        step()
+    for _ in range(args.reps):
+        start = time.perf_counter()
+        step()
+        times.append((time.perf_counter() - start) * 1e3)
+    print(json.dumps({"times_ms": times, "peak_rss_mb": peak_rss_mb()}))
+
+
 def run_torch(s: Shape, batch: int, threads: int, core: str, args) -> Result:
     """PyTorch eager, eval, no_grad, torch.set_num_threads(threads), in its own process.
 
@@ -224,7 +272,7 @@ def run_torch(s: Shape, batch: int, threads: int, core: str, args) -> Result:
     inherited setting, anything else (e.g. SkylakeX, the AVX-512 kernels darkbert uses) overrides it, so
     torch gets the same BLAS kernels darkbert gets and its best setting is taken over both."""
     cmd = [sys.executable, __file__, "--_torch-worker", f"{batch},{threads}", *shape_args(s),
-           "--seed", str(args.seed), "--warmup", str(args.warmup), "--reps", str(args.reps)]
+           "--seed", str(args.seed), "--warmup", str(args.warmup), "--reps", str(args.reps), "--mode", args.mode]
     env = dict(os.environ)
     if core != "env":
         env["OPENBLAS_CORETYPE"] = core
@@ -324,8 +372,8 @@ def parse_key_values(text: str) -> dict[str, str]:
 
 
 def run_darkbert(s: Shape, batch: int, args) -> Result:
-    """`darkbert bench forward ...` with its own thread setting; reports best and median ms per batch."""
-    cmd = [str(args.darkbert), "bench", "forward", "--layers", str(s.layers), "--hidden", str(s.hidden),
+    """`darkbert bench forward|train-step ...` with its own thread setting; best and median ms per batch."""
+    cmd = [str(args.darkbert), "bench", "forward" if args.mode == "forward" else "train-step", "--layers", str(s.layers), "--hidden", str(s.hidden),
            "--heads", str(s.heads), "--ff", str(s.ff), "--seq", str(s.seq), "--batch", str(batch),
            "--reps", str(args.reps)]
     try:
@@ -333,6 +381,8 @@ def run_darkbert(s: Shape, batch: int, args) -> Result:
     except OSError as err:
         return Result("darkbert", "-", batch, note=f"failed: {args.darkbert}: {err.strerror}")
     values = parse_key_values(out.stdout)
+    if "ms_per_step" in values:  # train-step names its times per step
+        values["ms_per_batch"], values["median_ms_per_batch"] = values.pop("ms_per_step"), values.pop("median_ms")
     if out.returncode != 0 or "ms_per_batch" not in values:
         detail = (out.stderr.strip() or out.stdout.strip() or f"exit status {out.returncode}")[-300:]
         return Result("darkbert", "-", batch, note=f"failed: {' '.join(cmd[:3])}: {detail}")
@@ -403,6 +453,8 @@ def parse_args(argv=None):
     ints = lambda text: [int(x) for x in text.split(",") if x]
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--mode", choices=["forward", "train-step"], default="forward",
+                   help="time the forward pass (default) or one training step")
     p.add_argument("--batches", type=ints, default=[1, 8], help="comma-separated batch sizes (default 1,8)")
     p.add_argument("--threads", type=ints, default=[1, 2], help="peer intra-op thread settings (default 1,2)")
     p.add_argument("--torch-blas-cores", type=lambda t: t.split(","), default=["env", "SkylakeX"],
@@ -442,11 +494,13 @@ def main() -> int:
     s = Shape(args.layers, args.hidden, args.heads, args.ff, args.seq, args.vocab)
     if args.torch_worker:
         batch, threads = (int(x) for x in args.torch_worker.split(","))
-        torch_worker(s, batch, threads, args)
+        (torch_worker if args.mode == "forward" else torch_train_worker)(s, batch, threads, args)
         return 0
 
-    flops = flops_per_sequence(s)
-    print(f"shape: {s}; {flops / 1e9:.2f} GFLOP per sequence; batches {args.batches}; "
+    if args.mode == "train-step":
+        args.skip_onnx = True  # no training in ONNX Runtime
+    flops = flops_per_sequence(s) * (3 if args.mode == "train-step" else 1)  # backward = 2x the forward
+    print(f"mode: {args.mode}; shape: {s}; {flops / 1e9:.2f} GFLOP per sequence; batches {args.batches}; "
           f"warm-up {args.warmup}, reps {args.reps}; torch {torch.__version__}; "
           f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}, "
           f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}; {os.cpu_count()} cpus")

@@ -20,10 +20,10 @@
 #include "commands.hpp"
 #include "darkbert/analysis/ablation_sweep.hpp"
 #include "darkbert/analysis/results.hpp"
-#include "darkbert/analysis/task_metrics.hpp"
+#include "darkbert/analysis/predictions.hpp"
 #include "darkbert/core/atomic_file.hpp"
 #include "darkbert/data/glue.hpp"
-#include "darkbert/tokenizer/tokenizer.hpp"
+#include "darkbert/train/labelled_texts.hpp"
 #include "darkbert/viz/heatmap.hpp"
 
 namespace darkbert::cli {
@@ -36,43 +36,6 @@ struct SweepOptions {
   std::size_t max_length = 128;
   bool naive = false, quiet = false;
 };
-
-// Tokenised, batched evaluation set with its labels (class index, or score for regression).
-struct EvalSet {
-  std::vector<Batch> batches;
-  std::vector<double> labels;
-  std::string provenance;
-};
-
-inline EvalSet glue_eval_set(const SweepOptions& o, const Tokenizer& tokenizer, GlueTask task) {
-  const auto data = load_glue_finetune(DataRoot::from_environment(), task, {.max_eval = o.max_examples});
-  const auto& info = glue_task_info(task);
-  EvalSet set;
-  set.provenance = data.provenance + "; evaluated on " + data.eval.split + " (" +
-                   std::to_string(data.eval.examples.size()) + " rows)";
-  EncodeOptions encode{.max_length = o.max_length};
-  std::vector<Encoding> pending;
-  for (const auto& ex : data.eval.examples) {
-    pending.push_back(info.pair ? tokenizer.encode_pair(ex.text_a, ex.text_b, encode) : tokenizer.encode(ex.text_a, encode));
-    set.labels.push_back(info.regression ? ex.score : static_cast<double>(ex.label));
-    if (pending.size() == o.batch_size) {
-      set.batches.push_back(Batch::from_encodings(pending, tokenizer.pad_id()));
-      pending.clear();
-    }
-  }
-  if (!pending.empty()) set.batches.push_back(Batch::from_encodings(pending, tokenizer.pad_id()));
-  return set;
-}
-
-inline TaskMetric glue_metric(GlueTask task) {
-  switch (glue_task_info(task).metrics.front()) {
-    case GlueMetric::accuracy: return accuracy_metric;
-    case GlueMetric::f1: return f1_metric;
-    case GlueMetric::pearson: return pearson_metric;
-    case GlueMetric::spearman: return spearman_metric;
-  }
-  return accuracy_metric;
-}
 
 inline void print_sweep(const SweepResult& r, const std::string& metric) {
   std::printf("baseline %s = %.4f\nhead ablations (rows = layers, columns = heads):\n", metric.c_str(), r.baseline);
@@ -119,19 +82,23 @@ inline void run_sweep_command(const SweepOptions& o) {
   if (outputs != expected)
     fail(o.model.string(), ": the classifier has ", outputs, " outputs but ", info.name, " needs ", expected,
          info.regression ? " (regression)" : " labels");
-  const EvalSet set = glue_eval_set(o, tokenizer, task);
+  const auto data = load_glue_finetune(DataRoot::from_environment(), task, {.max_eval = o.max_examples});
+  const auto texts = encode_glue(tokenizer, data.eval, task, o.max_length);
+  const auto batches = sequential_batches(texts, o.batch_size, tokenizer.pad_id());
+  const std::string provenance = data.provenance + "; evaluated on " + data.eval.split + " (" +
+                                 std::to_string(texts.size()) + " rows)";
   const std::string metric(to_string(info.metrics.front()));
   std::printf("%s: %s\nmodel %s (%d layers x %d heads), %zu examples in %zu batches, metric %s, policy %s\n",
-              std::string(info.name).c_str(), set.provenance.c_str(), o.model.string().c_str(), model.config().num_layers,
-              model.config().num_heads, set.labels.size(), set.batches.size(), metric.c_str(), o.policy.c_str());
+              std::string(info.name).c_str(), provenance.c_str(), o.model.string().c_str(), model.config().num_layers,
+              model.config().num_heads, texts.size(), batches.size(), metric.c_str(), o.policy.c_str());
 
-  AblationSweep<float> sweep(model, set.batches, set.labels, glue_metric(task),
+  AblationSweep<float> sweep(model, batches, texts.labels, glue_metric_function(info.metrics.front()),
                              o.policy == "zero" ? zero_policy<float>() : uniform_policy<float>());
   sweep.set_show_progress(!o.quiet);
   const SweepResult cached = sweep.run();
   print_sweep(cached, metric);
   nlohmann::json summary = {{"task", info.name},       {"metric", metric},          {"policy", o.policy},
-                            {"examples", set.labels.size()}, {"data", set.provenance}, {"baseline", cached.baseline},
+                            {"examples", texts.size()}, {"data", provenance}, {"baseline", cached.baseline},
                             {"prefix_cached_seconds", cached.seconds},
                             {"prefix_cached_block_evaluations", cached.block_evaluations}};
   std::printf("prefix-cached sweep: %.2f s (%ld transformer blocks)\n", cached.seconds, cached.block_evaluations);

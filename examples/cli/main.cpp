@@ -21,6 +21,8 @@ int main(int argc, char** argv) {
   darkbert::cli::add_annotate_command(app);
   darkbert::cli::add_bench_command(app);
   darkbert::cli::add_init_command(app);
+  darkbert::cli::add_finetune_command(app);
+  darkbert::cli::add_pretrain_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -22,12 +22,10 @@
 #include "../core/progress.hpp"
 #include "../hooks/masking_policy.hpp"
 #include "../model/transformer.hpp"
+#include "predictions.hpp"  // append_sequence_predictions
 
 namespace darkbert {
 
-// A task metric over a whole evaluation set: (predictions, labels) -> score. Classification predictions
-// are the argmax class as a double; regression predictions the single logit.
-using TaskMetric = std::function<double(const std::vector<double>& predictions, const std::vector<double>& labels)>;
 
 struct SweepResult {
   double baseline = 0;
@@ -81,22 +79,6 @@ class AblationSweep {
     return list;
   }
 
-  // Appends the predictions of one forward result.
-  static void collect(const ForwardResult<T>& r, std::vector<double>& out) {
-    const auto& logits = r.sequence_logits;
-    const std::size_t B = logits.shape()[0], K = logits.shape()[1];
-    for (std::size_t b = 0; b < B; ++b) {
-      if (K == 1) {
-        out.push_back(static_cast<double>(logits(b, 0)));
-        continue;
-      }
-      std::size_t best = 0;
-      for (std::size_t k = 1; k < K; ++k)
-        if (logits(b, k) > logits(b, best)) best = k;
-      out.push_back(static_cast<double>(best));
-    }
-  }
-
   SweepResult sweep(bool cached) const {
     const auto& c = model_.config();
     const auto list = ablations();
@@ -114,7 +96,7 @@ class AblationSweep {
       options.keep_hidden_states = cached;  // the prefix cache
       options.token_logits = false;
       model_.forward_into(batch, options, base);
-      collect(base, baseline);
+      append_sequence_predictions(base, baseline);
       result.block_evaluations += c.num_layers;
       progress.advance();
       for (std::size_t a = 0; a < list.size(); ++a) {
@@ -129,7 +111,7 @@ class AblationSweep {
                                 static_cast<Index>(list[a].first_layer) * batch.tokens() * c.hidden_size;
         }
         model_.forward_into(batch, ablate, ablated);
-        collect(ablated, predictions[a]);
+        append_sequence_predictions(ablated, predictions[a]);
         result.block_evaluations += c.num_layers - ablate.start_layer;
         progress.advance();
       }

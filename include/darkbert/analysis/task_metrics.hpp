@@ -12,6 +12,7 @@
 
 #include <cmath>    // std::round, std::isfinite
 #include <cstddef>  // std::size_t
+#include <functional>  // std::function
 #include <limits>   // std::numeric_limits
 #include <vector>   // std::vector
 
@@ -20,6 +21,10 @@
 #include "darkbert/core/error.hpp"                       // darkbert::require, darkbert::fail
 
 namespace darkbert {
+
+// A task metric over a whole evaluation set: (predictions, labels) -> score. Classification predictions
+// are the argmax class as a double; regression predictions the single logit.
+using TaskMetric = std::function<double(const std::vector<double>& predictions, const std::vector<double>& labels)>;
 
 namespace detail {
 // Class indices stored as doubles -> ints; anything that is not an exact integer is an error.

@@ -5,6 +5,8 @@
 //   for (...) { work(); progress.advance(); }
 //   progress.finish();
 //
+// A note after the numbers carries what the loop knows (progress.set_note("loss 0.412  305 ex/s")).
+//
 // It redraws at most every 100 ms on stderr, only when stderr is a terminal unless forced; otherwise it
 // prints a plain line at 10% steps so logs stay readable.
 
@@ -37,6 +39,9 @@ class Progress {
     }
   }
 
+  // Text shown after the counters on the next redraw (the running loss, a rate in the loop's own units).
+  void set_note(std::string note) { note_ = std::move(note); }
+
   void finish() {
     if (!enabled_ || finished_) return;
     finished_ = true;
@@ -59,9 +64,10 @@ class Progress {
     const int filled = static_cast<int>(fraction * width);
     std::string bar(static_cast<std::size_t>(filled), '#');
     bar.resize(width, '.');
-    std::fprintf(stderr, "%s%s [%s] %ld/%ld %5.1f%%  %.2f/s  elapsed %s  eta %s%s", tty_ && !newline ? "\r" : "",
-                 label_.c_str(), bar.c_str(), done_, total_, 100.0 * fraction, rate, clock(seconds).c_str(),
-                 clock(eta).c_str(), newline ? "\n" : "");
+    std::fprintf(stderr, "%s%s [%s] %ld/%ld %5.1f%%  %.2f/s  elapsed %s  eta %s%s%s%s%s",
+                 tty_ && !newline ? "\r" : "", label_.c_str(), bar.c_str(), done_, total_, 100.0 * fraction, rate,
+                 clock(seconds).c_str(), clock(eta).c_str(), note_.empty() ? "" : "  ", note_.c_str(),
+                 tty_ ? "\033[K" : "", newline ? "\n" : "");  // erase the rest of a longer old line
     std::fflush(stderr);
   }
   static std::string clock(double seconds) {
@@ -71,7 +77,7 @@ class Progress {
     return buffer;
   }
 
-  std::string label_;
+  std::string label_, note_;
   long total_;
   long done_ = 0;
   long last_decile_ = 0;

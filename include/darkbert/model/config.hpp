@@ -82,6 +82,22 @@ struct ModelConfig {
     return c;
   }
 
+  // A GPT-2 shape (pre-LN, causal, tanh GELU, LayerNorm eps 1e-5, no token types, no padding token):
+  //   auto small = ModelConfig::gpt2_shape(12, 768, 12, 3072);
+  static ModelConfig gpt2_shape(int layers, int hidden, int heads, int intermediate, int vocab = 50257,
+                                int max_positions = 1024) {
+    ModelConfig c = bert_shape(layers, hidden, heads, intermediate, vocab, max_positions);
+    c.family = Family::gpt2;
+    c.type_vocab_size = 0;
+    c.layer_norm_eps = 1e-5;
+    c.activation = Activation::gelu_tanh;
+    c.pre_layer_norm = true;
+    c.causal = true;
+    c.pad_token_id = -1;
+    c.classifier_dropout = 0;
+    return c;
+  }
+
   static ModelConfig from_json(const nlohmann::json& j, const std::string& source = "config.json");
   // The Hugging Face config.json of this model (what from_json reads back).
   nlohmann::json to_json() const;

@@ -19,6 +19,7 @@ struct ParameterSlot {
   std::vector<std::int64_t> shape;  // shape in the checkpoint
   T* data = nullptr;                // destination, row-major
   bool transposed = false;          // the checkpoint stores the transpose (GPT-2 Conv1D [in, out])
+  bool encoder = false;             // part of the base model (embeddings, blocks, GPT-2 ln_f), not a task head
 };
 
 // The base-model prefix a task checkpoint puts before the encoder names ("bert.embeddings...").
@@ -72,6 +73,10 @@ std::vector<ParameterSlot<T>> parameter_slots(TransformerParams<T>& params, cons
   auto& heads = params.task_heads;
   const auto layer_name = [](const char* stem, std::size_t i) { return std::string(stem) + std::to_string(i) + "."; };
 
+  // Everything listed before the task heads belongs to the encoder.
+  const auto mark_encoder = [&] {
+    for (auto& slot : s.slots) slot.encoder = true;
+  };
   if (config.family == Family::gpt2) {
     s.matrix("wte.weight", e.word);
     s.matrix("wpe.weight", e.position);
@@ -86,6 +91,7 @@ std::vector<ParameterSlot<T>> parameter_slots(TransformerParams<T>& params, cons
       s.linear(p + "mlp.c_proj", b.mlp_out, true);
     }
     s.norm("ln_f", *heads.final_norm);
+    mark_encoder();
     if (auto& c = heads.classifier) s.matrix("score.weight", c->out.weight);  // GPT2ForSequenceClassification
     return s.slots;
   }
@@ -124,6 +130,7 @@ std::vector<ParameterSlot<T>> parameter_slots(TransformerParams<T>& params, cons
     }
   }
 
+  mark_encoder();
   if (heads.pooler) s.linear("pooler.dense", *heads.pooler);
   if (auto& c = heads.classifier) {
     if (distil) {

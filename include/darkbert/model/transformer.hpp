@@ -199,6 +199,12 @@ class Transformer {
   // A model of the given shape with seeded random weights (N(0, 0.02); LayerNorm 1 and 0).
   static Transformer random(const ModelConfig& config, const TaskHeads& heads, std::uint64_t seed);
 
+  // This encoder under other task heads, e.g. a pretrained BERT turned into a sequence classifier:
+  // every parameter the two share (same canonical name and shape: embeddings, blocks, a pooler) is
+  // copied, every new one (the classifier) is drawn as random() draws it. `config` describes the new
+  // model (architecture, labels, problem type) and must have this model's encoder shape.
+  Transformer with_task_heads(const ModelConfig& config, const TaskHeads& heads, std::uint64_t seed) const;
+
   const ModelConfig& config() const { return config_; }
   const TransformerParams<T>& params() const { return params_; }
   TransformerParams<T>& params() { return params_; }

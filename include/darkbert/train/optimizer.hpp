@@ -30,6 +30,9 @@ struct AdamWOptions {
   double beta2 = 0.999;
   double epsilon = 1e-6;  // BERT's AdamW
   double weight_decay = 0.01;
+  // false: only the task heads are updated (the frozen-encoder baseline); the encoder's parameters get
+  // neither steps nor weight decay and its gradients are left out of the clipping norm.
+  bool train_encoder = true;
 };
 
 struct StepOptions {
@@ -57,12 +60,16 @@ class AdamW {
  public:
   AdamW(Transformer<T>& model, AdamWOptions options = {}) : model_(model), options_(options) {
     // The parameters never move, so their slots are walked once; so are a gradient set's (grad_slots).
-    for (const auto& slot : parameter_slots(model.params(), model.config())) {
+    const auto all = parameter_slots(model.params(), model.config());
+    for (std::size_t k = 0; k < all.size(); ++k) {
+      const auto& slot = all[k];
+      if (slot.encoder && !options.train_encoder) continue;
       Index n = 1;
       for (auto d : slot.shape) n *= d;
-      slots_.push_back({offset_, n, slot.shape.size() >= 2, slot.data});
+      slots_.push_back({offset_, n, slot.shape.size() >= 2, slot.data, k});
       offset_ += n;
     }
+    slot_count_ = all.size();
     m_.assign(static_cast<std::size_t>(offset_), T(0));
     v_.assign(static_cast<std::size_t>(offset_), T(0));
   }
@@ -124,18 +131,20 @@ class AdamW {
     Index offset, size;
     bool decayed;
     T* param;
+    std::size_t index;  // position in parameter_slots (and in a gradient set's slots)
   };
   // Where each slot's gradient lives in `grads`, walked once per gradient set (no allocation per step).
   const std::vector<T*>& grad_slots(TransformerParams<T>& grads) {
     if (grads_of_ != &grads) {
       const auto gs = parameter_slots(grads, model_.config());
-      require(gs.size() == slots_.size(), "AdamW: the gradients do not have the model's parameter layout");
+      require(gs.size() == slot_count_, "AdamW: the gradients do not have the model's parameter layout");
       grad_data_.clear();
-      for (std::size_t k = 0; k < gs.size(); ++k) {
+      for (const auto& slot : slots_) {
+        const auto& g = gs[slot.index];
         Index n = 1;
-        for (auto d : gs[k].shape) n *= d;
-        require(n == slots_[k].size, "AdamW: gradient '", gs[k].name, "' has ", n, " elements, the parameter ", slots_[k].size);
-        grad_data_.push_back(gs[k].data);
+        for (auto d : g.shape) n *= d;
+        require(n == slot.size, "AdamW: gradient '", g.name, "' has ", n, " elements, the parameter ", slot.size);
+        grad_data_.push_back(g.data);
       }
       grads_of_ = &grads;
     }
@@ -145,6 +154,7 @@ class AdamW {
   AdamWOptions options_;
   std::vector<Slot> slots_;
   Index offset_ = 0;
+  std::size_t slot_count_ = 0;
   std::vector<T> m_, v_;
   std::int64_t steps_ = 0;
   const TransformerParams<T>* grads_of_ = nullptr;

@@ -214,4 +214,28 @@ Transformer<T> Transformer<T>::random(const ModelConfig& config, const TaskHeads
 }
 
 
+template <class T>
+Transformer<T> Transformer<T>::with_task_heads(const ModelConfig& config, const TaskHeads& heads,
+                                               std::uint64_t seed) const {
+  const auto& a = config_;
+  const auto& b = config;
+  if (a.family != b.family || a.vocab_size != b.vocab_size || a.hidden_size != b.hidden_size ||
+      a.num_layers != b.num_layers || a.num_heads != b.num_heads || a.intermediate_size != b.intermediate_size ||
+      a.max_positions != b.max_positions || a.type_vocab_size != b.type_vocab_size)
+    fail("with_task_heads: the new config does not have this model's encoder shape (family, vocabulary, "
+         "hidden size, layers, heads, FFN size, positions and token types must agree)");
+  Transformer out = random(config, heads, seed);
+  std::map<std::string, ParameterSlot<T>> mine;
+  for (auto& slot : parameter_slots(const_cast<TransformerParams<T>&>(params_), config_)) mine.emplace(slot.name, slot);
+  for (const auto& slot : parameter_slots(out.params_, out.config_)) {
+    const auto it = mine.find(slot.name);
+    if (it == mine.end() || it->second.shape != slot.shape) continue;
+    Index n = 1;
+    for (auto d : slot.shape) n *= d;
+    std::copy(it->second.data, it->second.data + n, slot.data);
+  }
+  return out;
+}
+
+
 }  // namespace darkbert

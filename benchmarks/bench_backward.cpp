@@ -1,0 +1,141 @@
+// The backward pass of one BERT-base layer (hidden 768, 12 heads, FFN 3072, L = 128) stage by stage, at
+// batch 1 and 8, so that a regression in training points at its stage; then a whole training step of a
+// 12-layer BERT-base classifier (forward + backward + AdamW, dropout on). FLOP rates are counters: each
+// linear backward is two products (dX = dY·W and dW += dYᵀ·X) of the forward's size.
+#include <benchmark/benchmark.h>
+
+#include <omp.h>  // omp_get_thread_num
+
+#include <random>  // std::mt19937_64
+#include <vector>  // std::vector
+
+#include "darkbert/core/threads.hpp"
+#include "darkbert/model/transformer.hpp"
+#include "darkbert/train/optimizer.hpp"
+#include "darkbert/train/task_loss.hpp"
+#include "bench_main.hpp"
+
+namespace {
+
+using darkbert::Index;
+using darkbert::Matrix;
+constexpr Index kLength = 128;
+
+darkbert::ModelConfig bert_base() {
+  auto c = darkbert::ModelConfig::bert_shape(12, 768, 12, 3072);
+  c.architecture = "BertForSequenceClassification";
+  c.labels = {"0", "1"};
+  return c;
+}
+
+// One layer's parameters, their gradients, and activations / upstream gradients of N tokens.
+struct Layer {
+  explicit Layer(Index batch) : B(batch), N(batch * kLength) {
+    for (auto* m : {&x, &dy, &dx, &qkv, &dqkv, &ctx, &pre, &mlp, &dmlp}) m->setRandom();
+    for (float& p : maps) p = 1.0f / kLength;  // a valid (uniform) pattern
+  }
+  Index B, N, H = 768, I = 3072, heads = 12, d = 64;
+  darkbert::ops::AttentionShape shape{B, kLength, heads, d, false};
+  darkbert::Transformer<float> model = darkbert::Transformer<float>::random(darkbert::ModelConfig::bert_shape(1, 768, 12, 3072), {}, 0);
+  darkbert::TransformerParams<float> grads = model.zero_gradients();
+  const darkbert::BlockParams<float>& block = model.params().blocks[0];
+  darkbert::BlockParams<float>& grad = grads.blocks[0];
+  Matrix<float> x{N, H}, dy{N, H}, dx{N, H}, qkv{N, 3 * H}, dqkv{N, 3 * H}, ctx{N, H}, pre{N, I}, mlp{N, I}, dmlp{N, I};
+  std::vector<float> maps = std::vector<float>(static_cast<std::size_t>(B * heads * kLength * kLength));
+  std::vector<float> mean = std::vector<float>(static_cast<std::size_t>(N)), rstd = std::vector<float>(static_cast<std::size_t>(N), 1.0f);
+  std::vector<float> work = std::vector<float>(static_cast<std::size_t>(darkbert::num_threads() * 2 * kLength * kLength));
+};
+
+void linear_counter(benchmark::State& state, double rows, double in, double out) {
+  state.counters["GFLOP/s"] = benchmark::Counter(4.0 * rows * in * out * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void BM_Backward_QKV(benchmark::State& state) {
+  Layer s(state.range(0));
+  for (auto _ : state) darkbert::ops::linear_backward<float>(s.x.data(), s.dqkv.data(), s.N, s.block.qkv, &s.grad.qkv, s.dx.data());
+  linear_counter(state, s.N, s.H, 3 * s.H);
+}
+BENCHMARK(BM_Backward_QKV)->Arg(1)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_Backward_Attention(benchmark::State& state) {
+  Layer s(state.range(0));
+  const Index pairs = s.B * s.heads;
+  const darkbert::ops::DropoutMask drop{0.1f, 7};
+  for (auto _ : state) {
+#pragma omp parallel for schedule(dynamic)
+    for (Index p = 0; p < pairs; ++p)
+      darkbert::ops::attention_backward(s.qkv.data(), s.maps.data() + s.shape.map_offset(p / s.heads, p % s.heads), s.ctx.data(),
+                                        s.dqkv.data(), s.shape, p / s.heads, p % s.heads, 0.125f, true, drop,
+                                        s.shape.map_offset(p / s.heads, p % s.heads),
+                                        s.work.data() + omp_get_thread_num() * 2 * kLength * kLength);
+  }
+  // dV, dP, dQ and dK: four [L, L, d] products per pair.
+  state.counters["GFLOP/s"] = benchmark::Counter(8.0 * pairs * kLength * kLength * s.d * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_Backward_Attention)->Arg(1)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_Backward_AttentionOutput(benchmark::State& state) {
+  Layer s(state.range(0));
+  for (auto _ : state) darkbert::ops::linear_backward<float>(s.ctx.data(), s.dy.data(), s.N, s.block.attn_out, &s.grad.attn_out, s.dx.data());
+  linear_counter(state, s.N, s.H, s.H);
+}
+BENCHMARK(BM_Backward_AttentionOutput)->Arg(1)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_Backward_LayerNorm(benchmark::State& state) {
+  Layer s(state.range(0));
+  const darkbert::ops::NormStats<float> stats{s.mean.data(), s.rstd.data()};
+  for (auto _ : state)
+    darkbert::ops::layer_norm_backward<float>(s.x.data(), stats, s.dy.data(), s.N, s.H, s.block.attn_norm, &s.grad.attn_norm, s.dx.data());
+}
+BENCHMARK(BM_Backward_LayerNorm)->Arg(1)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_Backward_FFN(benchmark::State& state) {
+  Layer s(state.range(0));
+  for (auto _ : state) {
+    darkbert::ops::linear_backward<float>(s.mlp.data(), s.dy.data(), s.N, s.block.mlp_out, &s.grad.mlp_out, s.dmlp.data());
+    darkbert::ops::activation_backward<float>(s.pre.data(), s.mlp.data(), s.dmlp.data(), s.N * s.I, darkbert::Activation::gelu_erf);
+    darkbert::ops::linear_backward<float>(s.x.data(), s.dmlp.data(), s.N, s.block.mlp_in, &s.grad.mlp_in, s.dx.data());
+  }
+  linear_counter(state, s.N, s.H, 2.0 * s.I);
+}
+BENCHMARK(BM_Backward_FFN)->Arg(1)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// ---- a whole step of a BERT-base sequence classifier (what `darkbert bench train-step` times)
+void BM_TrainStep(benchmark::State& state) {
+  const Index B = state.range(0);
+  const auto config = bert_base();
+  auto model = darkbert::Transformer<float>::random(config, darkbert::TaskHeads::for_architecture(config), 1);
+  std::mt19937_64 rng(1);
+  darkbert::Batch batch;
+  batch.batch_size = B;
+  batch.length = kLength;
+  for (Index i = 0; i < B * kLength; ++i) batch.input_ids.push_back(1000 + static_cast<int>(rng() % 29000));
+  darkbert::TaskLabels labels;
+  for (Index b = 0; b < B; ++b) labels.classes.push_back(static_cast<int>(b % 2));
+  darkbert::autodiff::Tape<float> tape;
+  auto grads = model.zero_gradients();
+  darkbert::AdamW<float> optimizer(model);
+  darkbert::ForwardResult<float> out;
+  darkbert::LossTargets<float> targets;
+  darkbert::ForwardOptions<float> options;
+  options.keep_attentions = options.keep_hidden_states = false;
+  std::uint64_t step = 0;
+  auto train = [&] {
+    const darkbert::TrainingPass<float> pass{.tape = &tape, .gradients = &grads, .seed = 3, .step = step++};
+    options.training = &pass;
+    model.forward_into(batch, options, out);
+    tape.backward(darkbert::task_loss(tape, model, batch, out, labels, targets));
+    optimizer.step(grads, 1e-5);
+    optimizer.zero_grad(grads);
+  };
+  train();  // sizes every buffer outside the timing
+  for (auto _ : state) train();
+  const double H = 768, I = 3072, L = kLength;
+  const double forward = 12 * (8 * L * H * H + 4 * L * H * I + 4 * L * L * H) * static_cast<double>(B);
+  state.counters["GFLOP/s"] = benchmark::Counter(3 * forward * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_TrainStep)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(5.0);
+
+}  // namespace
+
+int main(int argc, char** argv) { return darkbert::bench::main(argc, argv); }

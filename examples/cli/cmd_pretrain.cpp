@@ -1,0 +1,276 @@
+// darkbert pretrain --arch bert|gpt2 --out DIR [--recipe mini|tiny] [--minutes M | --steps N] [--resume]
+//                   [--layers --hidden --heads --ff --seq --batch --lr --warmup] [--seed N] [--max-documents N]
+//                   [--eval-every N] [--checkpoint-every N] [--probe-pairs 200] [--quiet]
+//
+// Pretrains a model from scratch on the corpus of the data root (corpus/train.txt, one sentence per line,
+// documents separated by blank lines) with the real vocabulary (vocab/bert-base-uncased, vocab/gpt2):
+// BERT with masked LM + next-sentence prediction, GPT-2 with causal LM. At every evaluation it logs to
+// DIR/eval.csv the held-out loss and accuracy (corpus/heldout.txt) and, on the first --probe-pairs MRPC dev
+// pairs, the strongest head of each §3.1 pattern: attention on the neighbouring tokens (positional), on
+// [CLS]/[SEP] (vertical), inside the own segment (block); every head's masses go to DIR/head_masses.csv.
+// DIR/checkpoint/ is replaced atomically every --checkpoint-every steps; --resume continues from it with the
+// run's saved settings and ends bit-identical to an uninterrupted run. The result is a Hugging Face folder
+// in DIR (config.json, model.safetensors, vocabulary). Ends with one line:
+//   heldout_accuracy=... heldout_loss=... steps=... tokens_per_s=...
+
+#include <CLI/CLI.hpp>
+
+#include <csignal>     // std::raise, SIGKILL
+
+#include <cstdio>      // std::printf
+#include <filesystem>  // std::filesystem
+#include <fstream>     // std::ifstream
+#include <iterator>    // std::istreambuf_iterator
+#include <memory>      // std::make_shared
+#include <sstream>     // std::istringstream, std::ostringstream
+#include <string>      // std::string
+
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
+#include "darkbert/core/atomic_file.hpp"
+#include "darkbert/tokenizer/detail/text_files.hpp"
+#include "darkbert/analysis/head_pattern_probe.hpp"
+#include "darkbert/data/glue.hpp"
+#include "darkbert/data/root.hpp"
+#include "darkbert/train/pretrain.hpp"
+#include "darkbert/train/training_checkpoint.hpp"
+
+namespace darkbert::cli {
+
+// A recipe's settings; every field can be overridden by its flag. Saved in DIR/run.json.
+struct PretrainRecipe {
+  std::string arch = "bert";
+  int layers = 4, hidden = 256, heads = 4, ff = 1024, seq = 128;
+  std::size_t batch = 32;
+  double lr = 1e-3;
+  std::int64_t warmup = 200;
+  std::uint64_t seed = 0;
+  std::size_t max_documents = 0;
+  std::int64_t eval_every = 100, checkpoint_every = 200;
+  std::size_t probe_pairs = 200;
+};
+
+inline void to_json(nlohmann::json& j, const PretrainRecipe& r) {
+  j = {{"arch", r.arch}, {"layers", r.layers}, {"hidden", r.hidden}, {"heads", r.heads}, {"ff", r.ff},
+       {"seq", r.seq}, {"batch", r.batch}, {"lr", r.lr}, {"warmup", r.warmup}, {"seed", r.seed},
+       {"max_documents", r.max_documents}, {"eval_every", r.eval_every}, {"checkpoint_every", r.checkpoint_every},
+       {"probe_pairs", r.probe_pairs}};
+}
+inline void from_json(const nlohmann::json& j, PretrainRecipe& r) {
+  r.arch = j.at("arch");
+  j.at("layers").get_to(r.layers);
+  j.at("hidden").get_to(r.hidden);
+  j.at("heads").get_to(r.heads);
+  j.at("ff").get_to(r.ff);
+  j.at("seq").get_to(r.seq);
+  j.at("batch").get_to(r.batch);
+  j.at("lr").get_to(r.lr);
+  j.at("warmup").get_to(r.warmup);
+  j.at("seed").get_to(r.seed);
+  j.at("max_documents").get_to(r.max_documents);
+  j.at("eval_every").get_to(r.eval_every);
+  j.at("checkpoint_every").get_to(r.checkpoint_every);
+  j.at("probe_pairs").get_to(r.probe_pairs);
+}
+
+// The named recipes. `mini`: the embedded default models; `tiny`: seconds-long runs for tests.
+inline PretrainRecipe named_recipe(const std::string& name, const std::string& arch) {
+  PretrainRecipe r;
+  r.arch = arch;
+  if (name == "tiny") {
+    r.layers = 2, r.hidden = 64, r.heads = 2, r.ff = 256, r.seq = 64, r.batch = 8, r.lr = 2e-3, r.warmup = 20;
+    r.eval_every = 50, r.checkpoint_every = 50, r.probe_pairs = 20;
+  } else if (name != "mini") {
+    fail("pretrain: unknown recipe '", name, "' (mini or tiny)");
+  }
+  return r;
+}
+
+struct PretrainCommand {
+  std::filesystem::path out;
+  std::string recipe = "mini", arch = "bert";
+  double minutes = 0;
+  std::int64_t steps = 0;
+  bool resume = false, quiet = false;
+  std::int64_t kill_after_step = 0;  // testing crash safety: SIGKILL this process after that step
+  // Overrides (unset = the recipe's value).
+  std::optional<int> layers, hidden, heads, ff, seq;
+  std::optional<std::size_t> batch, max_documents, probe_pairs;
+  std::optional<double> lr;
+  std::optional<std::int64_t> warmup, eval_every, checkpoint_every;
+  std::optional<std::uint64_t> seed;
+
+  PretrainRecipe settings() const {
+    PretrainRecipe r = named_recipe(recipe, arch);
+    auto set = [](auto& field, const auto& value) {
+      if (value) field = *value;
+    };
+    set(r.layers, layers), set(r.hidden, hidden), set(r.heads, heads), set(r.ff, ff), set(r.seq, seq);
+    set(r.batch, batch), set(r.lr, lr), set(r.warmup, warmup), set(r.seed, seed);
+    set(r.max_documents, max_documents), set(r.eval_every, eval_every), set(r.checkpoint_every, checkpoint_every);
+    set(r.probe_pairs, probe_pairs);
+    return r;
+  }
+};
+
+inline ModelConfig recipe_config(const PretrainRecipe& r) {
+  ModelConfig c = r.arch == "gpt2" ? ModelConfig::gpt2_shape(r.layers, r.hidden, r.heads, r.ff, 50257, std::max(r.seq, 128))
+                                   : ModelConfig::bert_shape(r.layers, r.hidden, r.heads, r.ff, 30522, std::max(r.seq, 128));
+  c.architecture = r.arch == "gpt2" ? "GPT2LMHeadModel" : "BertForPreTraining";
+  c.validate("pretrain recipe");
+  return c;
+}
+
+// Keeps the header and the rows of a CSV log whose first field (the step) is at most `step`: rows logged
+// after the checkpoint a resumed run starts from are logged again by it.
+inline void trim_log(const std::filesystem::path& path, std::int64_t step) {
+  std::ifstream in(path);
+  if (!in) return;
+  std::string line, kept;
+  for (bool header = true; std::getline(in, line); header = false)
+    if (header || std::stoll(line.substr(0, line.find(','))) <= step) kept += line + "\n";
+  in.close();
+  write_file_atomically(path, kept);
+}
+
+// Appends rows to a CSV log by rewriting it through the crash-safe writer: a kill leaves the log as it
+// was before or after the append, never with a torn last row for trim_log to misread.
+inline void append_log(const std::filesystem::path& path, const std::string& rows) {
+  std::ifstream in(path, std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) fail(path.string(), ": read error");
+  write_file_atomically(path, text + rows);
+}
+
+inline void run_pretrain_command(const PretrainCommand& cmd) {
+  namespace fs = std::filesystem;
+  const auto root = DataRoot::from_environment();
+  const fs::path checkpoint_dir = cmd.out / "checkpoint";
+  PretrainRecipe r = cmd.settings();
+  PretrainState state;
+  std::optional<Transformer<float>> loaded;
+  nlohmann::json saved_state;
+  if (cmd.resume && find_training_checkpoint(checkpoint_dir)) {
+    r = read_json_file(cmd.out / "run.json").get<PretrainRecipe>();  // the run's own settings win
+    auto [model, json] = load_training_checkpoint<float>(checkpoint_dir);
+    loaded.emplace(std::move(model));
+    state = PretrainState::from_json(json, (checkpoint_dir / "state.json").string());
+    std::printf("resuming %s at step %lld (epoch %lld, example %lld)\n", cmd.out.string().c_str(),
+                static_cast<long long>(state.step), static_cast<long long>(state.epoch),
+                static_cast<long long>(state.offset));
+  } else if (cmd.resume) {
+    std::printf("no checkpoint in %s yet: starting from scratch\n", cmd.out.string().c_str());
+  }
+  const bool gpt2 = r.arch == "gpt2";
+  const fs::path vocab_dir = root.find(gpt2 ? "vocab/gpt2" : "vocab/bert-base-uncased", "vocabulary", "see ../shared/data");
+  const auto tokenizer = Tokenizer::from_directory(vocab_dir);
+  const CorpusOptions corpus_options{.max_documents = r.max_documents, .show_progress = !cmd.quiet};
+  const auto train = tokenize_corpus(root.find("corpus/train.txt", "pretraining corpus", "see ../shared/data"), tokenizer, corpus_options);
+  const auto heldout = tokenize_corpus(root.find("corpus/heldout.txt", "held-out corpus", "see ../shared/data"), tokenizer,
+                                       {.show_progress = !cmd.quiet});
+  PretrainingTask task(gpt2 ? Family::gpt2 : Family::bert, train, heldout, tokenizer, {.max_length = r.seq}, r.seed);
+
+  // The §3.1 probe: MRPC dev pairs, as the paper's analysis feeds them.
+  auto mrpc = load_glue(root, GlueTask::mrpc, "dev");
+  std::vector<Encoding> probe_inputs;
+  for (std::size_t i = 0; i < std::min(r.probe_pairs, mrpc.examples.size()); ++i)
+    probe_inputs.push_back(tokenizer.encode_pair(mrpc.examples[i].text_a, mrpc.examples[i].text_b,
+                                                 {.max_length = static_cast<std::size_t>(r.seq)}));
+  const HeadPatternProbe probe(std::move(probe_inputs));
+
+  auto model = loaded ? std::move(*loaded) : Transformer<float>::random(recipe_config(r), TaskHeads::for_architecture(recipe_config(r)), r.seed);
+  AdamW<float> optimizer(model, {.weight_decay = 0.01});
+  if (loaded) restore_optimizer(checkpoint_dir, optimizer);
+  fs::create_directories(cmd.out);
+  if (!loaded) write_file_atomically(cmd.out / "run.json", nlohmann::json(r).dump(2) + "\n");
+  const auto eval_csv = cmd.out / "eval.csv", heads_csv = cmd.out / "head_masses.csv";
+  if (loaded) {
+    trim_log(eval_csv, state.step);
+    trim_log(heads_csv, state.step);
+  } else {
+    write_file_atomically(eval_csv, "step,tokens,train_seconds,train_loss,heldout_loss,heldout_accuracy,nsp_accuracy,"
+                                    "max_neighbour,neighbour_head,max_special,special_head,max_segment,segment_head\n");
+    write_file_atomically(heads_csv, "step,layer,head,neighbour_share,special_share,segment_share\n");
+  }
+  std::printf("pretraining %s: %d layers x %d hidden x %d heads, FFN %d, %lld parameters; seq %d, batch %zu, lr %g, "
+              "warm-up %lld; corpus %zu documents, %zu tokens\n",
+              gpt2 ? "GPT-2" : "BERT", r.layers, r.hidden, r.heads, r.ff,
+              static_cast<long long>(optimizer.first_moments().size()), r.seq, r.batch, r.lr,
+              static_cast<long long>(r.warmup), train.documents(), train.tokens.size());
+
+  HeldoutScore last;
+  auto evaluate = [&](const PretrainState& s, double train_loss) {
+    last = task.evaluate(model);
+    const auto summary = probe.measure(model, tokenizer.pad_id());
+    const auto nb = max_over_heads(summary.neighbour_share), sp = max_over_heads(summary.special_share),
+               sg = max_over_heads(summary.segment_share);
+    auto where = [](const HeadMaximum& m) { return std::to_string(m.layer) + ":" + std::to_string(m.head); };
+    std::ostringstream row, heads;
+    row << s.step << ',' << s.tokens << ',' << s.seconds << ',' << train_loss << ',' << last.loss << ','
+        << last.accuracy << ',' << last.next_sentence_accuracy << ',' << nb.value << ',' << where(nb) << ','
+        << sp.value << ',' << where(sp) << ',' << sg.value << ',' << where(sg) << '\n';
+    append_log(eval_csv, row.str());
+    for (Index l = 0; l < summary.neighbour_share.rows(); ++l)
+      for (Index h = 0; h < summary.neighbour_share.cols(); ++h)
+        heads << s.step << ',' << l << ',' << h << ',' << summary.neighbour_share(l, h) << ','
+              << summary.special_share(l, h) << ',' << summary.segment_share(l, h) << '\n';
+    append_log(heads_csv, heads.str());
+    std::fprintf(stderr, "\n[step %lld] heldout loss %.4f accuracy %.4f%s | strongest heads: neighbour %.3f (%s) "
+                 "[CLS]/[SEP] %.3f (%s) own segment %.3f (%s)\n",
+                 static_cast<long long>(s.step), last.loss, last.accuracy,
+                 last.next_sentence_accuracy >= 0 ? (" nsp " + std::to_string(last.next_sentence_accuracy)).c_str() : "",
+                 nb.value, where(nb).c_str(), sp.value, where(sp).c_str(), sg.value, where(sg).c_str());
+  };
+  auto checkpoint = [&](const PretrainState& s) { save_training_checkpoint(checkpoint_dir, model, optimizer, s.to_json()); };
+  const PretrainOptions options{.batch_size = r.batch, .learning_rate = r.lr, .warmup_steps = r.warmup,
+                                .steps = cmd.steps, .minutes = cmd.minutes, .seed = r.seed,
+                                .eval_every = r.eval_every, .checkpoint_every = r.checkpoint_every,
+                                .show_progress = !cmd.quiet};
+  auto after_step = [&](const PretrainState& s) {
+    if (cmd.kill_after_step > 0 && s.step == cmd.kill_after_step) std::raise(SIGKILL);  // no clean-up, as a crash
+  };
+  state = pretrain(model, optimizer, task, options, state,
+                   {.evaluate = evaluate, .checkpoint = checkpoint, .after_step = after_step});
+
+  model.save(cmd.out);
+  for (const char* name : {"vocab.txt", "vocab.json", "merges.txt"})
+    if (fs::exists(vocab_dir / name))  // checked and crash-safe, like every other output
+      write_file_atomically(cmd.out / name, detail::read_text_file(vocab_dir / name, "tokenizer file"));
+  std::printf("heldout_accuracy=%.4f heldout_loss=%.4f steps=%lld tokens_per_s=%.0f\n", last.accuracy, last.loss,
+              static_cast<long long>(state.step), static_cast<double>(state.tokens) / std::max(1e-9, state.seconds));
+}
+
+void add_pretrain_command(CLI::App& app) {
+  auto o = std::make_shared<PretrainCommand>();
+  auto* cmd = app.add_subcommand("pretrain", "Pretrain a BERT (masked LM + NSP) or GPT-2 (causal LM) from scratch on the corpus\n"
+                                             "  e.g. darkbert pretrain --arch bert --recipe mini --minutes 20 --out mini-bert");
+  cmd->add_option("--arch", o->arch, "bert or gpt2")->check(CLI::IsMember({"bert", "gpt2"}))->capture_default_str();
+  cmd->add_option("--recipe", o->recipe, "mini (the embedded default models) or tiny (for tests)")->capture_default_str();
+  cmd->add_option("--out", o->out, "Output folder (model, checkpoint/, eval.csv, head_masses.csv, run.json)")->required();
+  auto* minutes = cmd->add_option("--minutes", o->minutes, "Training-time budget (the schedule decays to 0 at its end)");
+  auto* steps = cmd->add_option("--steps", o->steps, "Number of training steps");
+  minutes->excludes(steps);
+  cmd->add_flag("--resume", o->resume, "Continue from OUT/checkpoint with the run's saved settings");
+  cmd->add_option("--layers", o->layers, "Override: transformer blocks");
+  cmd->add_option("--hidden", o->hidden, "Override: hidden size");
+  cmd->add_option("--heads", o->heads, "Override: attention heads");
+  cmd->add_option("--ff", o->ff, "Override: FFN size");
+  cmd->add_option("--seq", o->seq, "Override: sequence length");
+  cmd->add_option("--batch", o->batch, "Override: sequences per step");
+  cmd->add_option("--lr", o->lr, "Override: peak learning rate");
+  cmd->add_option("--warmup", o->warmup, "Override: warm-up steps");
+  cmd->add_option("--seed", o->seed, "Override: seed of the weights, data order, masks and dropout");
+  cmd->add_option("--max-documents", o->max_documents, "Override: train on the first N documents (0 = all)");
+  cmd->add_option("--eval-every", o->eval_every, "Override: steps between held-out evaluations");
+  cmd->add_option("--checkpoint-every", o->checkpoint_every, "Override: steps between checkpoints");
+  cmd->add_option("--probe-pairs", o->probe_pairs, "Override: MRPC dev pairs for the per-head attention masses");
+  cmd->add_flag("--quiet", o->quiet, "No progress bar");
+  cmd->add_option("--kill-after-step", o->kill_after_step, "Testing: kill this process (SIGKILL) after step N");
+  cmd->callback([o] {
+    if (o->minutes <= 0 && o->steps <= 0) fail("pretrain: give --minutes M or --steps N");
+    run_pretrain_command(*o);
+  });
+}
+
+}  // namespace darkbert::cli

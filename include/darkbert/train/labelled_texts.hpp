@@ -1,0 +1,103 @@
+#pragma once
+/// @file
+/// Labelled texts ready for a sequence classifier: one Encoding and one label per example, and the batches
+/// a training or evaluation loop draws from them (padded to the longest row of each batch, so short
+/// sentences cost little).
+///
+/// @code
+/// auto data = darkbert::load_glue_finetune(root, darkbert::GlueTask::sst2);
+/// auto train = darkbert::encode_glue(tokenizer, data.train, darkbert::GlueTask::sst2, 128);
+/// darkbert::TaskLabels labels;
+/// darkbert::Batch batch = darkbert::batch_of(train, {0, 1, 2, 3}, tokenizer.pad_id(), &labels);
+/// @endcode
+
+#include <algorithm>  // std::max, std::count
+#include <cstddef>    // std::size_t
+#include <map>        // std::map
+#include <span>       // std::span
+#include <string>     // std::string
+#include <vector>     // std::vector
+
+#include "../core/error.hpp"
+#include "../data/glue.hpp"
+#include "../model/batch.hpp"
+#include "../tokenizer/tokenizer.hpp"
+#include "task_loss.hpp"  // TaskLabels
+
+namespace darkbert {
+
+/// Encoded examples and their labels.
+struct LabelledTexts {
+  std::vector<Encoding> encodings;  ///< one per example
+  std::vector<double> labels;  ///< class index (as a double) or score (regression)
+  bool regression = false;     ///< labels are scores
+  int num_labels = 0;          ///< classes; 1 for regression (the classifier's outputs)
+  std::string provenance;      ///< where the texts came from, for logs and results
+
+  /// Number of examples.
+  std::size_t size() const { return encodings.size(); }
+
+  /// Share of the most frequent class (the accuracy of always guessing it); 0 for regression.
+  double majority_rate() const {
+    if (regression || labels.empty()) return 0.0;
+    std::map<double, std::size_t> counts;
+    std::size_t best = 0;
+    for (double l : labels) best = std::max(best, ++counts[l]);
+    return static_cast<double>(best) / static_cast<double>(labels.size());
+  }
+};
+
+/// Tokenises a GLUE split (pairs as [CLS] a [SEP] b [SEP], truncated longest-first to max_length).
+inline LabelledTexts encode_glue(const Tokenizer& tokenizer, const GlueData& data, GlueTask task,
+                                 std::size_t max_length) {
+  const auto& info = glue_task_info(task);
+  LabelledTexts out;
+  out.regression = info.regression;
+  out.num_labels = info.regression ? 1 : static_cast<int>(info.labels.size());
+  out.provenance = std::string(info.name) + " " + data.split + " (" + data.file.string() + ")";
+  const EncodeOptions options{.max_length = max_length};
+  out.encodings.reserve(data.examples.size());
+  for (const auto& ex : data.examples) {
+    out.encodings.push_back(info.pair ? tokenizer.encode_pair(ex.text_a, ex.text_b, options)
+                                      : tokenizer.encode(ex.text_a, options));
+    out.labels.push_back(info.regression ? ex.score : static_cast<double>(ex.label));
+  }
+  return out;
+}
+
+/// The examples at `indices` as one batch padded with pad_id; their labels go to `labels` when given.
+inline Batch batch_of(const LabelledTexts& texts, std::span<const std::size_t> indices, int pad_id,
+                      TaskLabels* labels = nullptr) {
+  require(!indices.empty(), "batch_of: no examples");
+  std::vector<Encoding> rows;
+  rows.reserve(indices.size());
+  if (labels) {
+    labels->classes.clear();
+    labels->values.clear();
+  }
+  for (std::size_t i : indices) {
+    require(i < texts.size(), "batch_of: example ", i, " is out of range (", texts.size(), " examples)");
+    rows.push_back(texts.encodings[i]);
+    if (!labels) continue;
+    if (texts.regression) labels->values.push_back(texts.labels[i]);
+    else labels->classes.push_back(static_cast<int>(texts.labels[i]));
+  }
+  return Batch::from_encodings(rows, pad_id);
+}
+
+/// Consecutive batches of batch_size examples over all of `texts`, in order (the evaluation batches).
+inline std::vector<Batch> sequential_batches(const LabelledTexts& texts, std::size_t batch_size, int pad_id) {
+  require(batch_size > 0, "sequential_batches: batch size must be positive");
+  std::vector<Batch> batches;
+  std::vector<std::size_t> indices;
+  for (std::size_t i = 0; i < texts.size(); ++i) {
+    indices.push_back(i);
+    if (indices.size() == batch_size || i + 1 == texts.size()) {
+      batches.push_back(batch_of(texts, indices, pad_id));
+      indices.clear();
+    }
+  }
+  return batches;
+}
+
+}  // namespace darkbert

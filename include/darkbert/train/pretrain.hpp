@@ -1,0 +1,182 @@
+#pragma once
+/// @file
+/// The pretraining loop: batches from a PretrainingTask, forward + loss + backward on the one model
+/// definition, AdamW with linear warm-up and linear decay to zero, held-out evaluations and checkpoints at
+/// fixed step intervals. Everything random is keyed by (seed, step) or (seed, epoch, example), so the loop
+/// state below is all a resumed run needs: a run killed and resumed from its last checkpoint ends
+/// bit-identical to one that was never interrupted.
+///
+/// @code
+/// darkbert::PretrainState state;                         // or from a checkpoint's state.json
+/// darkbert::AdamW<float> optimizer(model, {.weight_decay = 0.01});
+/// state = darkbert::pretrain(model, optimizer, task, {.learning_rate = 1e-3, .steps = 1000}, state,
+///                            {.evaluate = log_eval, .checkpoint = save});
+/// @endcode
+///
+/// With a time budget (minutes) instead of a step count, the step count at which the learning rate reaches
+/// zero is estimated from the speed of the first steps (as the PyTorch reference does) and kept in the
+/// state; the run ends at that step or when the budget is spent, whichever comes first. Training time
+/// excludes evaluations and checkpoints.
+
+#include <chrono>      // std::chrono::steady_clock
+#include <cmath>       // std::isfinite
+#include <cstdint>     // std::int64_t
+#include <cstdio>      // std::snprintf
+#include <functional>  // std::function
+
+#include <nlohmann/json.hpp>
+
+#include "../core/error.hpp"
+#include "../core/progress.hpp"
+#include "../model/training_pass.hpp"
+#include "../model/transformer.hpp"
+#include "optimizer.hpp"
+#include "pretraining_task.hpp"
+#include "task_loss.hpp"
+
+namespace darkbert {
+
+/// The loop's settings.
+struct PretrainOptions {
+  std::size_t batch_size = 32;       ///< sequences per step
+  double learning_rate = 1e-3;       ///< peak learning rate
+  std::int64_t warmup_steps = 200;   ///< linear warm-up
+  std::int64_t steps = 0;   ///< train this many steps in all, or
+  double minutes = 0;       ///< for this much training time
+  double max_grad_norm = 1.0;  ///< global-norm clipping
+  bool dropout = true;         ///< the config's dropout probabilities
+  std::uint64_t seed = 0;   ///< dropout; the data order and masks come from the task's seed
+  std::int64_t eval_every = 100;        ///< also at step 0 and at the end
+  std::int64_t checkpoint_every = 200;  ///< also at the end
+  bool show_progress = true;  ///< a progress bar with loss and tokens/s
+};
+
+/// Everything the loop needs to continue where it stopped (besides the weights and the optimizer).
+struct PretrainState {
+  std::int64_t step = 0;         ///< steps done
+  std::int64_t total_steps = 0;  ///< where the schedule reaches zero (0 = not yet estimated)
+  std::int64_t epoch = 0;        ///< data position: example `offset` of `epoch`
+  std::int64_t offset = 0;       ///< (see epoch)
+  std::int64_t tokens = 0;       ///< non-padding tokens trained on
+  double seconds = 0;            ///< training time so far
+
+  /// As saved in a checkpoint's state.json.
+  nlohmann::json to_json() const {
+    return {{"step", step}, {"total_steps", total_steps}, {"epoch", epoch}, {"offset", offset},
+            {"tokens", tokens}, {"seconds", seconds}};
+  }
+  /// Reads to_json's output; `source` names the file in errors.
+  static PretrainState from_json(const nlohmann::json& j, const std::string& source) {
+    PretrainState s;
+    try {
+      s.step = j.at("step").get<std::int64_t>();
+      s.total_steps = j.at("total_steps").get<std::int64_t>();
+      s.epoch = j.at("epoch").get<std::int64_t>();
+      s.offset = j.at("offset").get<std::int64_t>();
+      s.tokens = j.at("tokens").get<std::int64_t>();
+      s.seconds = j.at("seconds").get<double>();
+    } catch (const nlohmann::json::exception& e) {
+      fail(source, ": not a pretraining state (", e.what(), ")");
+    }
+    require(s.step >= 0 && s.epoch >= 0 && s.offset >= 0 && s.total_steps >= 0, source, ": negative counters in the state");
+    return s;
+  }
+};
+
+/// What the loop calls back.
+template <class T>
+struct PretrainCallbacks {
+  /// Called at step 0, every eval_every steps and at the end, with the mean training loss since the last call.
+  std::function<void(const PretrainState&, double train_loss)> evaluate;
+  /// Called every checkpoint_every steps and at the end.
+  std::function<void(const PretrainState&)> checkpoint;
+  /// Called after every step, after the evaluation and checkpoint due at it.
+  std::function<void(const PretrainState&)> after_step;
+};
+
+/// Trains `model` from `state` until the step count or the time budget of `o`; returns the final state.
+template <class T>
+PretrainState pretrain(Transformer<T>& model, AdamW<T>& optimizer, PretrainingTask& task, const PretrainOptions& o,
+                       PretrainState state, const PretrainCallbacks<T>& callbacks = {}) {
+  using Clock = std::chrono::steady_clock;
+  require(o.steps > 0 || o.minutes > 0, "pretrain: give a number of steps or a time budget");
+  require(o.batch_size > 0, "pretrain: the batch size must be positive");
+  if (o.steps > 0) state.total_steps = o.steps;
+  constexpr std::int64_t timing_steps = 20;  // steps timed before estimating the budget's step count
+  const double budget = o.minutes * 60.0;
+  autodiff::Tape<T> tape;
+  auto grads = model.zero_gradients();
+  ForwardOptions<T> options;
+  options.keep_attentions = false;
+  options.keep_hidden_states = false;
+  ForwardResult<T> result;
+  LossTargets<T> targets;
+  double loss_sum = 0;
+  std::int64_t loss_count = 0, timed_from = -1;
+  double timed_start = 0;
+  auto report = [&] {
+    if (callbacks.evaluate) callbacks.evaluate(state, loss_count ? loss_sum / static_cast<double>(loss_count) : 0.0);
+    loss_sum = 0;
+    loss_count = 0;
+  };
+  auto done = [&] {
+    return (state.total_steps > 0 && state.step >= state.total_steps) || (budget > 0 && state.seconds >= budget);
+  };
+  if (state.step == 0) report();
+  Progress progress("pretrain", static_cast<long>(state.total_steps ? state.total_steps - state.step : 0), o.show_progress);
+  while (!done()) {
+    const auto start = Clock::now();
+    if (state.offset + static_cast<std::int64_t>(o.batch_size) > static_cast<std::int64_t>(task.examples(state.epoch))) {
+      ++state.epoch;
+      state.offset = 0;
+      require(task.examples(state.epoch) >= o.batch_size, "pretrain: an epoch has fewer examples than one batch (",
+              task.examples(state.epoch), " < ", o.batch_size, ")");
+    }
+    const auto b = task.batch(state.epoch, static_cast<std::size_t>(state.offset), o.batch_size);
+    const TrainingPass<T> pass{.tape = &tape, .gradients = &grads, .dropout = o.dropout, .seed = o.seed,
+                               .step = static_cast<std::uint64_t>(state.step)};
+    options.training = &pass;
+    options.logit_positions = b.positions;
+    model.forward_into(b.batch, options, result);
+    const auto loss = task_loss(tape, model, b.batch, result, b.labels, targets);
+    const double value = static_cast<double>(loss.value()[0]);
+    if (!std::isfinite(value)) fail("pretrain: the loss is ", value, " at step ", state.step, " (learning rate too high?)");
+    tape.backward(loss);
+    // Until the budget's step count is estimated, the schedule only warms up.
+    const LinearSchedule schedule{.peak = o.learning_rate, .warmup_steps = o.warmup_steps,
+                                  .total_steps = state.total_steps ? state.total_steps : std::int64_t{1} << 40};
+    optimizer.step(grads, schedule(state.step), {.max_grad_norm = o.max_grad_norm});
+    optimizer.zero_grad(grads);
+    ++state.step;
+    state.offset += static_cast<std::int64_t>(o.batch_size);
+    state.tokens += b.real_tokens;
+    state.seconds += std::chrono::duration<double>(Clock::now() - start).count();
+    loss_sum += value;
+    ++loss_count;
+    // A time budget: time steps [1, 1 + timing_steps) (step 0 warms the buffers up), then fix the step count.
+    if (state.total_steps == 0) {
+      if (timed_from < 0) {
+        timed_from = state.step;
+        timed_start = state.seconds;
+      } else if (state.step - timed_from == timing_steps) {
+        const double per_step = (state.seconds - timed_start) / static_cast<double>(timing_steps);
+        state.total_steps = state.step + static_cast<std::int64_t>((budget - state.seconds) / per_step);
+        progress = Progress("pretrain", static_cast<long>(state.total_steps - state.step), o.show_progress);
+      }
+    }
+    char note[128];
+    std::snprintf(note, sizeof note, "step %lld  loss %.3f  %.0f tok/s", static_cast<long long>(state.step), value,
+                  static_cast<double>(state.tokens) / std::max(1e-9, state.seconds));
+    progress.set_note(note);
+    progress.advance();
+    const bool last = done();
+    if (o.eval_every > 0 && (state.step % o.eval_every == 0 || last)) report();
+    if (callbacks.checkpoint && ((o.checkpoint_every > 0 && state.step % o.checkpoint_every == 0) || last))
+      callbacks.checkpoint(state);
+    if (callbacks.after_step) callbacks.after_step(state);
+  }
+  progress.finish();
+  return state;
+}
+
+}  // namespace darkbert

@@ -1,0 +1,98 @@
+// Fine-tuning on a synthetic task a tiny model must learn (the label is whether token 5 or token 6 occurs),
+// turning a pretraining model into a classifier with with_task_heads, and the frozen-encoder baseline.
+#include <doctest/doctest.h>
+
+#include <cstring>  // std::memcmp
+#include <random>   // std::mt19937_64
+#include <vector>   // std::vector
+
+#include "darkbert/train/fine_tune.hpp"
+#include "test_support.hpp"
+
+namespace {
+
+darkbert::LabelledTexts synthetic_texts(int n, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  darkbert::LabelledTexts t;
+  t.num_labels = 2;
+  for (int i = 0; i < n; ++i) {
+    darkbert::Encoding e;
+    const int label = static_cast<int>(rng() % 2);
+    const int length = 4 + static_cast<int>(rng() % 6);
+    e.ids.push_back(1);  // [CLS]
+    for (int k = 0; k < length; ++k) e.ids.push_back(7 + static_cast<int>(rng() % 20));
+    e.ids[1 + rng() % static_cast<unsigned>(length)] = label ? 5 : 6;
+    e.ids.push_back(2);  // [SEP]
+    e.attention_mask.assign(e.ids.size(), 1);
+    e.token_type_ids.assign(e.ids.size(), 0);
+    t.encodings.push_back(e);
+    t.labels.push_back(label);
+  }
+  return t;
+}
+
+darkbert::ModelConfig pretraining_config() {
+  auto c = darkbert::ModelConfig::bert_shape(2, 16, 2, 32, 30, 32);
+  c.architecture = "BertForPreTraining";
+  return c;
+}
+
+darkbert::ModelConfig classifier_config() {
+  auto c = pretraining_config();
+  c.architecture = "BertForSequenceClassification";
+  c.labels = {"no", "yes"};
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("with_task_heads keeps the encoder and the pooler and adds a fresh classifier") {
+  const auto pretrained = darkbert::Transformer<float>::random(pretraining_config(), darkbert::TaskHeads::for_architecture(pretraining_config()), 3);
+  const auto c = classifier_config();
+  const auto classifier = pretrained.with_task_heads(c, darkbert::TaskHeads::for_architecture(c), 4);
+  const auto& a = pretrained.params();
+  const auto& b = classifier.params();
+  CHECK(a.embeddings.word == b.embeddings.word);
+  CHECK(a.blocks[1].mlp_out.weight == b.blocks[1].mlp_out.weight);
+  CHECK(a.task_heads.pooler->weight == b.task_heads.pooler->weight);
+  REQUIRE(b.task_heads.classifier.has_value());
+  CHECK(b.task_heads.classifier->out.out() == 2);
+  CHECK(!b.task_heads.masked_lm.has_value());
+  auto wrong = c;
+  wrong.hidden_size = 32;
+  CHECK(darkbert::test::message_of([&] { pretrained.with_task_heads(wrong, darkbert::TaskHeads::for_architecture(wrong), 4); })
+            .find("encoder shape") != std::string::npos);
+}
+
+TEST_CASE("fine_tune learns a task that needs attention to one token") {
+  const auto c = classifier_config();
+  auto model = darkbert::Transformer<float>::random(c, darkbert::TaskHeads::for_architecture(c), 11);
+  const auto train = synthetic_texts(512, 1), dev = synthetic_texts(200, 2);
+  const auto before = darkbert::accuracy_metric(darkbert::predict(model, dev, 0), dev.labels);
+  const auto history = darkbert::fine_tune(model, train, 0, {.epochs = 4, .batch_size = 16, .learning_rate = 3e-3,
+                                                             .seed = 5, .show_progress = false});
+  CHECK(history.steps == 4 * 32);
+  REQUIRE(history.epoch_loss.size() == 4);
+  CHECK(history.epoch_loss.back() < history.epoch_loss.front());
+  const auto after = darkbert::accuracy_metric(darkbert::predict(model, dev, 0), dev.labels);
+  INFO("accuracy before " << before << ", after " << after);
+  CHECK(after > 0.95);
+  CHECK(darkbert::test::message_of([&] {
+          auto bad = train;
+          bad.num_labels = 3;
+          darkbert::fine_tune(model, bad, 0, {.show_progress = false});
+        }).find("outputs") != std::string::npos);
+}
+
+TEST_CASE("a frozen encoder stays bit-identical while the heads learn") {
+  const auto c = classifier_config();
+  auto model = darkbert::Transformer<float>::random(c, darkbert::TaskHeads::for_architecture(c), 11);
+  const auto encoder_before = model.params().blocks[0].qkv.weight;
+  const auto embeddings_before = model.params().embeddings.word;
+  const auto classifier_before = model.params().task_heads.classifier->out.weight;
+  darkbert::fine_tune(model, synthetic_texts(64, 3), 0, {.epochs = 1, .batch_size = 16, .learning_rate = 1e-2,
+                                                         .train_encoder = false, .seed = 1, .show_progress = false});
+  CHECK(model.params().blocks[0].qkv.weight == encoder_before);
+  CHECK(model.params().embeddings.word == embeddings_before);
+  CHECK(model.params().task_heads.classifier->out.weight != classifier_before);
+}

@@ -1,0 +1,110 @@
+// The pretraining loop on a few documents of the real held-out corpus with the real BERT vocabulary and
+// a tiny model: the loss falls, and a run stopped after a checkpoint and resumed from it (model, optimizer
+// and data position reloaded from disk) ends bit-identical to the run that never stopped.
+#include <doctest/doctest.h>
+
+#include <cstring>  // std::memcmp
+#include <vector>   // std::vector
+
+#include "darkbert/train/pretrain.hpp"
+#include "darkbert/train/training_checkpoint.hpp"
+#include "test_support.hpp"
+
+namespace {
+
+struct Stop {};  // thrown from a callback: the loop ends as a kill would end it
+
+struct Setup {
+  darkbert::Tokenizer tokenizer = darkbert::Tokenizer::from_directory(darkbert::test::data_dir() / "vocab/bert-base-uncased");
+  darkbert::TokenizedCorpus corpus =
+      darkbert::tokenize_corpus(darkbert::test::data_dir() / "corpus/heldout.txt", tokenizer, {.max_documents = 6});
+
+  darkbert::Transformer<float> model() const {
+    auto c = darkbert::ModelConfig::bert_shape(2, 16, 2, 32, 30522, 64);
+    c.architecture = "BertForPreTraining";
+    return darkbert::Transformer<float>::random(c, darkbert::TaskHeads::for_architecture(c), 5);
+  }
+  darkbert::PretrainingTask task() const {
+    return {darkbert::Family::bert, corpus, corpus, tokenizer, {.max_length = 32, .heldout_pairs = 24}, 9};
+  }
+};
+
+const darkbert::PretrainOptions options{.batch_size = 4, .learning_rate = 5e-3, .warmup_steps = 3, .steps = 12,
+                                        .eval_every = 0, .checkpoint_every = 4, .show_progress = false};
+
+std::vector<float> all_parameters(darkbert::Transformer<float>& m) {
+  std::vector<float> out;
+  for (const auto& slot : darkbert::parameter_slots(m.params(), m.config())) {
+    darkbert::Index n = 1;
+    for (auto d : slot.shape) n *= d;
+    out.insert(out.end(), slot.data, slot.data + n);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("pretraining lowers the held-out masked-LM loss") {
+  const Setup s;
+  auto model = s.model();
+  auto task = s.task();
+  const auto before = task.evaluate(model);
+  CHECK(before.loss == doctest::Approx(std::log(30522.0)).epsilon(0.05));  // a uniform guess at the start
+  darkbert::AdamW<float> optimizer(model);
+  auto o = options;
+  o.steps = 200;
+  o.checkpoint_every = 0;
+  const auto state = darkbert::pretrain(model, optimizer, task, o, {});
+  CHECK(state.step == 200);
+  CHECK(state.tokens > 200 * 4 * 8);
+  const auto after = task.evaluate(model);
+  CHECK(after.loss < before.loss - 2.0);
+  CHECK(after.next_sentence_accuracy >= 0);
+}
+
+TEST_CASE("a run stopped after a checkpoint and resumed from disk ends bit-identical") {
+  const Setup s;
+  const auto dir = darkbert::test::scratch_dir("pretrain_resume") / "checkpoint";
+  // Uninterrupted.
+  auto straight = s.model();
+  {
+    auto task = s.task();
+    darkbert::AdamW<float> optimizer(straight);
+    darkbert::pretrain(straight, optimizer, task, options, {});
+  }
+  // Stopped after step 6 (checkpoint at 4), then resumed from the checkpoint in fresh objects.
+  {
+    auto model = s.model();
+    auto task = s.task();
+    darkbert::AdamW<float> optimizer(model);
+    darkbert::PretrainCallbacks<float> callbacks;
+    callbacks.checkpoint = [&](const darkbert::PretrainState& st) {
+      darkbert::save_training_checkpoint(dir, model, optimizer, st.to_json());
+    };
+    callbacks.after_step = [](const darkbert::PretrainState& st) {
+      if (st.step == 6) throw Stop{};
+    };
+    CHECK_THROWS_AS(darkbert::pretrain(model, optimizer, task, options, {}, callbacks), Stop);
+  }
+  // A kill between the two renames of the next save leaves only <dir>.old and a torn <dir>.tmp.
+  std::filesystem::rename(dir, std::filesystem::path(dir.string() + ".old"));
+  std::filesystem::create_directories(dir.string() + ".tmp");
+  darkbert::test::write_file(std::filesystem::path(dir.string() + ".tmp") / "state.json", "{\"step\": ");
+  auto [model, json] = darkbert::load_training_checkpoint<float>(dir);
+  const auto state = darkbert::PretrainState::from_json(json, "state.json");
+  CHECK(state.step == 4);
+  darkbert::AdamW<float> optimizer(model);
+  darkbert::restore_optimizer(dir, optimizer);
+  CHECK(optimizer.steps() == 4);
+  auto task = s.task();
+  const auto end = darkbert::pretrain(model, optimizer, task, options, state);
+  CHECK(end.step == 12);
+  const auto a = all_parameters(straight), b = all_parameters(model);
+  REQUIRE(a.size() == b.size());
+  CHECK(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
+
+  CHECK(darkbert::test::message_of([&] { darkbert::load_training_checkpoint<float>(dir.parent_path() / "none"); })
+            .find("no training checkpoint") != std::string::npos);
+  CHECK(darkbert::test::message_of([] { darkbert::PretrainState::from_json({{"step", 3}}, "x/state.json"); })
+            .find("x/state.json: not a pretraining state") == 0);
+}
