@@ -14,11 +14,11 @@
 
 #include <chrono>      // std::chrono::steady_clock
 #include <exception>   // std::exception
-#include <fstream>     // std::ofstream
 #include <iostream>    // std::cout, std::cerr
 #include <set>         // std::set
 #include <string>      // std::string
 
+#include "darkbert/core/atomic_file.hpp"  // darkbert::AtomicFileWriter
 #include "darkbert/data/framenet.hpp"
 
 int main(int argc, char** argv) {
@@ -67,8 +67,7 @@ int main(int argc, char** argv) {
               << "time: " << seconds(start, ready) << " s to locate/unpack, " << seconds(ready, done) << " s to read and select\n";
 
     if (!output.empty()) {
-      std::ofstream out(output);
-      if (!out) throw darkbert::error(output + ": cannot open for writing");
+      darkbert::AtomicFileWriter out(output);  // checked, replaced only when complete
       for (const auto& ex : selected) {
         nlohmann::json j;
         j["lu_id"] = ex.lu_id;
@@ -83,8 +82,9 @@ int main(int argc, char** argv) {
           links.push_back({{"element", l.element}, {"bytes", {l.span.begin, l.span.end}}, {"tokens", l.tokens},
                            {"distance", l.distance}});
         j["core_elements"] = links;
-        out << j.dump() << "\n";
+        out.write(j.dump() + "\n");
       }
+      out.commit();
       std::cout << "wrote " << output << "\n";
     }
   } catch (const std::exception& e) {

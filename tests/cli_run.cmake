@@ -57,3 +57,17 @@ execute_process(COMMAND "${CLI}" run --cases "${SHARED}/golden/cases/bert_model.
 if(rc EQUAL 0 OR NOT err MATCHES "LAYER:HEAD")
   message(FATAL_ERROR "a malformed --disable was not rejected with a clear message: ${err}")
 endif()
+
+# An output the model cannot produce (a pooler that GPT-2 lacks) is refused before anything is written,
+# naming the case, the output and the missing tensor.
+file(REMOVE_RECURSE "${OUT}/nopooler")
+execute_process(COMMAND "${CLI}" run --cases "${SHARED}/golden/cases/bert_seqcls3.json"
+                --model "${SHARED}/golden/models/gpt2_lm" --out "${OUT}/nopooler"
+                RESULT_VARIABLE rc OUTPUT_VARIABLE log ERROR_VARIABLE err)
+if(rc EQUAL 0 OR NOT err MATCHES "case 'forward' asks for output 'pooled', which needs the tensor 'pooler.dense.weight'")
+  message(FATAL_ERROR "a missing pooler was not refused by name: ${err}")
+endif()
+file(GLOB written "${OUT}/nopooler/*")
+if(written)
+  message(FATAL_ERROR "outputs were written before the missing pooler was reported: ${written}")
+endif()

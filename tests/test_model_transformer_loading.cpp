@@ -1,8 +1,10 @@
 // Loading checkpoints: name variants, sharding, and every bad-input error path of the loader and forward.
 #include <doctest/doctest.h>
 
+#include <cstring>     // std::memcpy
 #include <filesystem>  // std::filesystem
 #include <fstream>     // std::ofstream
+#include <limits>      // std::numeric_limits
 
 #include "darkbert/model/case_file.hpp"
 #include "test_support.hpp"
@@ -126,6 +128,36 @@ TEST_CASE("bad checkpoints are rejected with the file, tensor and problem named"
     write_text(dir / "model.safetensors.index.json", index.dump());
     CHECK(load_error(dir).find("weight_map puts 'bert.made.up'") != std::string::npos);
   }
+  SUBCASE("config asking for more parameters than the folder stores: refused before allocating") {
+    const auto dir = copy_model("bert_model", "load_too_big");
+    auto config = darkbert::read_json_file(dir / "config.json");
+    config["num_hidden_layers"] = 4000;  // within the per-field limit, far beyond the 3 stored layers
+    write_text(dir / "config.json", config.dump());
+    const auto e = load_error(dir);
+    CHECK(e.find("config.json: the config describes") != std::string::npos);
+    CHECK(e.find("config.json does not match the weights") != std::string::npos);
+  }
+  SUBCASE("a NaN weight is refused by file, tensor and index") {
+    const auto dir = copy_model("bert_model", "load_nan");
+    std::map<std::string, darkbert::TensorBytes> tensors;
+    {
+      darkbert::SafetensorsFile file(dir / "model.safetensors");
+      for (const auto& info : file.tensors()) {
+        darkbert::TensorBytes t{info.dtype, info.shape, {}};
+        t.bytes.assign(file.raw(info), file.raw(info) + (info.end - info.begin));
+        tensors[info.name] = std::move(t);
+      }
+    }
+    auto& bias = tensors.at("encoder.layer.1.output.dense.bias");
+    REQUIRE(bias.dtype == darkbert::DType::F32);
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    std::memcpy(bias.bytes.data() + 3 * sizeof(float), &nan, sizeof nan);
+    darkbert::write_safetensors(dir / "model.safetensors", tensors);
+    const auto e = load_error(dir);
+    CHECK(e.find("model.safetensors") != std::string::npos);
+    CHECK(e.find("encoder.layer.1.output.dense.bias") != std::string::npos);
+    CHECK(e.find("NaN") != std::string::npos);
+  }
   SUBCASE("classifier rows disagreeing with id2label") {
     const auto dir = copy_model("bert_seqcls3", "load_labels");
     auto config = darkbert::read_json_file(dir / "config.json");
@@ -157,6 +189,13 @@ TEST_CASE("bad inputs to forward are rejected") {
   short_ids.input_ids.pop_back();
   CHECK(forward_error(short_ids).find("input_ids has 2 entries, expected B*L = 3") != std::string::npos);
 
+  // Empty batches and rows without a real token (GPT-2's sequence head would read position -1).
+  CHECK(forward_error(darkbert::Batch{}).find("batch size 0") != std::string::npos);
+  CHECK(forward_error(darkbert::Batch::from_rows({{}})).find("sequences of length 0") != std::string::npos);
+  const auto gpt2 = Model::load(golden_dir() / "models" / "gpt2_seqcls");
+  CHECK_THROWS_WITH_AS(gpt2.forward(darkbert::Batch::from_rows({{5, 6}, {}})), doctest::Contains("row 1 has no real token"),
+                       darkbert::error);
+
   const auto roberta = Model::load(golden_dir() / "models" / "roberta_model");  // 42 positions, offset 2
   CHECK(roberta.config().max_sequence_length() == 40);
   CHECK_THROWS_WITH_AS(roberta.forward(darkbert::Batch::from_rows({std::vector<int>(41, 5)})),
@@ -182,6 +221,17 @@ TEST_CASE("MLM logits at chosen positions equal the full logits there") {
   CHECK_THROWS_WITH_AS(model.forward(batch, options), doctest::Contains("logit_positions[0]"), darkbert::error);
 }
 
+TEST_CASE("save reports a full disk for config.json and model.safetensors, naming the file") {
+  const auto model = Model::load(golden_dir() / "models" / "bert_model");
+  for (const char* file : {"config.json", "model.safetensors"}) {
+    const auto dir = darkbert::test::scratch_dir(std::string("save_full_") + file);
+    fs::create_symlink("/dev/full", dir / file);  // a device: written in place, and the write fails
+    const auto e = darkbert::test::message_of([&] { model.save(dir); });
+    CHECK(e.find(file) != std::string::npos);
+    CHECK(e.find("No space left on device") != std::string::npos);
+  }
+}
+
 TEST_CASE("save then load reproduces every family bit for bit") {
   for (const char* name : {"bert_pretraining", "bert_seqcls3", "distilbert_seqcls", "roberta_model", "gpt2_lm", "bert_seqreg"}) {
     const auto model = Model::load(golden_dir() / "models" / name);
@@ -196,4 +246,64 @@ TEST_CASE("save then load reproduces every family bit for bit") {
     CHECK(a.token_logits == b.token_logits);
     CHECK(a.next_sentence_logits == b.next_sentence_logits);
   }
+}
+
+TEST_CASE("require_outputs names the tensor a requested output needs, before any forward pass") {
+  auto asking = [](const std::string& output) {
+    darkbert::CaseFile file;
+    file.path = "cases.json";
+    darkbert::Case c;
+    c.name = "one";
+    c.outputs[output] = "expected/one." + output + ".npy";
+    file.cases.push_back(c);
+    return file;
+  };
+  auto error = [&](const std::string& model_name, const std::string& output) {
+    const auto dir = golden_dir() / "models" / model_name;
+    const auto model = Model::load(dir);
+    return darkbert::test::message_of([&] { darkbert::require_outputs(asking(output), model, dir); });
+  };
+  for (const char* always : {"embeddings", "hidden_states", "attentions", "last_hidden_state"})
+    CHECK(error("gpt2_lm", always).empty());
+  CHECK(error("bert_pretraining", "pooled").empty());
+  CHECK(error("bert_pretraining", "nsp_logits").empty());
+  CHECK(error("bert_pretraining", "mlm_logits").empty());
+  CHECK(error("gpt2_lm", "logits").empty());
+  CHECK(error("gpt2_seqcls", "logits").empty());
+  CHECK(error("distilbert_seqcls", "pooled") ==
+        "cases.json: case 'one' asks for output 'pooled', which needs the tensor 'pooler.dense.weight', and the "
+        "checkpoint " + (golden_dir() / "models" / "distilbert_seqcls").string() + " has none");
+  CHECK(error("bert_model", "nsp_logits").find("'cls.seq_relationship.weight'") != std::string::npos);
+  CHECK(error("bert_model", "mlm_logits").find("'cls.predictions.transform.dense.weight'") != std::string::npos);
+  CHECK(error("bert_model", "logits").find("'classifier.weight (or a masked-LM head)'") != std::string::npos);
+  CHECK(error("gpt2_seqcls", "mlm_logits").find("GPT-2 has no masked-LM head") != std::string::npos);
+  CHECK(error("bert_model", "attention").find("unknown output name 'attention'") != std::string::npos);
+}
+
+// Regression test from fuzz_checkpoint_forward's reproducer (checkpoint_forward-crash-0675…): a GPT-2
+// checkpoint whose h.2.attn.c_attn.weight holds the finite value 2.4279e38 at flat index 1650 loads (the
+// value is finite) but overflows float32 in the forward pass. A runner must refuse the output by name.
+TEST_CASE("an output that overflowed to inf/NaN is refused by case, output and index") {
+  const auto dir = copy_model("gpt2_lm", "load_huge_weight");
+  std::map<std::string, darkbert::TensorBytes> tensors;
+  {
+    darkbert::SafetensorsFile file(dir / "model.safetensors");
+    for (const auto& info : file.tensors()) {
+      darkbert::TensorBytes t{info.dtype, info.shape, {}};
+      t.bytes.assign(file.raw(info), file.raw(info) + (info.end - info.begin));
+      tensors[info.name] = std::move(t);
+    }
+  }
+  const float huge = 2.4279019879472985e38f;
+  std::memcpy(tensors.at("transformer.h.2.attn.c_attn.weight").bytes.data() + 1650 * sizeof(float), &huge, sizeof huge);
+  darkbert::write_safetensors(dir / "model.safetensors", tensors);
+  const auto model = Model::load(dir);
+  const auto out = model.forward(darkbert::Batch::from_rows({{2, 5, 7, 9, 11}, {3, 4}}));
+  const xt::xarray<float> hidden = out.last_hidden_state;
+  const auto e = darkbert::test::message_of([&] { darkbert::require_finite_output(hidden, "forward", "last_hidden_state"); });
+  CHECK(e.find("case 'forward': output 'last_hidden_state' holds the non-finite value") != std::string::npos);
+  const xt::xarray<float> finite = Model::load(golden_dir() / "models" / "gpt2_lm")
+                                       .forward(darkbert::Batch::from_rows({{2, 5, 7, 9, 11}, {3, 4}}))
+                                       .last_hidden_state;
+  CHECK(darkbert::test::message_of([&] { darkbert::require_finite_output(finite, "forward", "last_hidden_state"); }).empty());
 }

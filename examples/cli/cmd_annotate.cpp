@@ -24,7 +24,7 @@
 #include <chrono>      // std::chrono::steady_clock
 #include <cstdio>      // std::fprintf
 #include <filesystem>  // std::filesystem::path, create_directories
-#include <fstream>     // std::ifstream, std::ofstream
+#include <fstream>     // std::ifstream
 #include <iostream>    // std::cout, std::cerr
 #include <memory>      // std::make_shared
 #include <optional>    // std::optional
@@ -39,6 +39,7 @@
 #include "darkbert/data/conllu.hpp"
 #include "darkbert/data/root.hpp"
 #include "darkbert/data/word_tokenizer.hpp"
+#include "darkbert/tokenizer/unicode.hpp"  // UTF-8 check of --text lines
 
 namespace darkbert::cli {
 
@@ -79,6 +80,12 @@ inline std::vector<ConlluSentence> sentences_from_text(const std::string& file) 
   while (std::getline(in, line)) {
     ++line_no;
     if (!line.empty() && line.back() == '\r') line.pop_back();
+    // CoNLL-U is UTF-8; a line that is not would be copied into # text and FORM as it is.
+    try {
+      unicode::decode_utf8(line);
+    } catch (const error& e) {
+      fail(file, ":", line_no, ": ", e.what());
+    }
     const auto words = tokenize_words(line);
     if (words.empty()) continue;
     ConlluSentence s;

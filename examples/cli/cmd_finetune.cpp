@@ -15,7 +15,6 @@
 
 #include <cstdio>      // std::printf
 #include <filesystem>  // std::filesystem
-#include <fstream>     // std::ofstream
 #include <memory>      // std::make_shared
 #include <string>      // std::string
 #include <vector>      // std::vector
@@ -23,6 +22,8 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "darkbert/core/atomic_file.hpp"
+#include "darkbert/tokenizer/detail/text_files.hpp"
 #include "darkbert/analysis/predictions.hpp"
 #include "darkbert/train/fine_tune.hpp"
 
@@ -103,9 +104,7 @@ inline void run_finetune_command(const FinetuneOptions& o) {
       {"eval_examples", dev.size()}, {"eval_split", data.eval.split}, {"majority_rate", dev.majority_rate()},
       {"scores", final_scores}, {"per_epoch", epochs}, {"train_loss", history.epoch_loss},
       {"steps", history.steps}, {"seconds", history.seconds}, {"examples_per_second", history.examples_per_second}};
-  std::ofstream out(o.out / "metrics.json");
-  out << metrics.dump(2) << "\n";
-  if (!out.flush()) fail((o.out / "metrics.json").string(), ": write failed");
+  write_file_atomically(o.out / "metrics.json", metrics.dump(2) + "\n");
 
   std::printf("task=%s", std::string(info.name).c_str());
   for (const auto& [name, value] : final_scores.items()) std::printf(" %s=%.4f", name.c_str(), value.get<double>());

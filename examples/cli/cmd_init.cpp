@@ -11,7 +11,9 @@
 #include <iostream>    // std::cout
 
 #include "commands.hpp"
+#include "darkbert/core/atomic_file.hpp"
 #include "darkbert/model/transformer.hpp"
+#include "darkbert/tokenizer/detail/text_files.hpp"
 
 namespace darkbert::cli {
 

@@ -19,14 +19,17 @@
 
 #include <cstdio>      // std::printf
 #include <filesystem>  // std::filesystem
-#include <fstream>     // std::ofstream
+#include <fstream>     // std::ifstream
+#include <iterator>    // std::istreambuf_iterator
 #include <memory>      // std::make_shared
-#include <sstream>     // std::istringstream
+#include <sstream>     // std::istringstream, std::ostringstream
 #include <string>      // std::string
 
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "darkbert/core/atomic_file.hpp"
+#include "darkbert/tokenizer/detail/text_files.hpp"
 #include "darkbert/analysis/head_pattern_probe.hpp"
 #include "darkbert/data/glue.hpp"
 #include "darkbert/data/root.hpp"
@@ -109,7 +112,16 @@ inline void trim_log(const std::filesystem::path& path, std::int64_t step) {
   for (bool header = true; std::getline(in, line); header = false)
     if (header || std::stoll(line.substr(0, line.find(','))) <= step) kept += line + "\n";
   in.close();
-  std::ofstream(path) << kept;
+  write_file_atomically(path, kept);
+}
+
+// Appends rows to a CSV log by rewriting it through the crash-safe writer: a kill leaves the log as it
+// was before or after the append, never with a torn last row for trim_log to misread.
+inline void append_log(const std::filesystem::path& path, const std::string& rows) {
+  std::ifstream in(path, std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) fail(path.string(), ": read error");
+  write_file_atomically(path, text + rows);
 }
 
 // The curves of eval.csv as figures: held-out accuracy, and the strongest head of each §3.1 pattern.
@@ -180,15 +192,15 @@ inline void run_pretrain_command(const PretrainCommand& cmd) {
   AdamW<float> optimizer(model, {.weight_decay = 0.01});
   if (loaded) restore_optimizer(checkpoint_dir, optimizer);
   fs::create_directories(cmd.out);
-  if (!loaded) std::ofstream(cmd.out / "run.json") << nlohmann::json(r).dump(2) << "\n";
+  if (!loaded) write_file_atomically(cmd.out / "run.json", nlohmann::json(r).dump(2) + "\n");
   const auto eval_csv = cmd.out / "eval.csv", heads_csv = cmd.out / "head_masses.csv";
   if (loaded) {
     trim_log(eval_csv, state.step);
     trim_log(heads_csv, state.step);
   } else {
-    std::ofstream(eval_csv) << "step,tokens,train_seconds,train_loss,heldout_loss,heldout_accuracy,nsp_accuracy,"
-                               "max_neighbour,neighbour_head,max_special,special_head,max_segment,segment_head\n";
-    std::ofstream(heads_csv) << "step,layer,head,neighbour_share,special_share,segment_share\n";
+    write_file_atomically(eval_csv, "step,tokens,train_seconds,train_loss,heldout_loss,heldout_accuracy,nsp_accuracy,"
+                                    "max_neighbour,neighbour_head,max_special,special_head,max_segment,segment_head\n");
+    write_file_atomically(heads_csv, "step,layer,head,neighbour_share,special_share,segment_share\n");
   }
   std::printf("pretraining %s: %d layers x %d hidden x %d heads, FFN %d, %lld parameters; seq %d, batch %zu, lr %g, "
               "warm-up %lld; corpus %zu documents, %zu tokens\n",
@@ -203,15 +215,16 @@ inline void run_pretrain_command(const PretrainCommand& cmd) {
     const auto nb = max_over_heads(summary.neighbour_share), sp = max_over_heads(summary.special_share),
                sg = max_over_heads(summary.segment_share);
     auto where = [](const HeadMaximum& m) { return std::to_string(m.layer) + ":" + std::to_string(m.head); };
-    std::ofstream(eval_csv, std::ios::app) << s.step << ',' << s.tokens << ',' << s.seconds << ',' << train_loss << ','
-                                           << last.loss << ',' << last.accuracy << ',' << last.next_sentence_accuracy << ','
-                                           << nb.value << ',' << where(nb) << ',' << sp.value << ',' << where(sp) << ','
-                                           << sg.value << ',' << where(sg) << '\n';
-    std::ofstream heads(heads_csv, std::ios::app);
+    std::ostringstream row, heads;
+    row << s.step << ',' << s.tokens << ',' << s.seconds << ',' << train_loss << ',' << last.loss << ','
+        << last.accuracy << ',' << last.next_sentence_accuracy << ',' << nb.value << ',' << where(nb) << ','
+        << sp.value << ',' << where(sp) << ',' << sg.value << ',' << where(sg) << '\n';
+    append_log(eval_csv, row.str());
     for (Index l = 0; l < summary.neighbour_share.rows(); ++l)
       for (Index h = 0; h < summary.neighbour_share.cols(); ++h)
         heads << s.step << ',' << l << ',' << h << ',' << summary.neighbour_share(l, h) << ','
               << summary.special_share(l, h) << ',' << summary.segment_share(l, h) << '\n';
+    append_log(heads_csv, heads.str());
     plot_eval_log(cmd.out, gpt2 ? "GPT-2" : "BERT");
     std::fprintf(stderr, "\n[step %lld] heldout loss %.4f accuracy %.4f%s | strongest heads: neighbour %.3f (%s) "
                  "[CLS]/[SEP] %.3f (%s) own segment %.3f (%s)\n",

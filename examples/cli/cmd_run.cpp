@@ -18,9 +18,8 @@
 #include <string>      // std::string
 #include <vector>      // std::vector
 
-#include <xtensor/xnpy.hpp>
-
 #include "commands.hpp"
+#include "darkbert/io/npy.hpp"
 #include "darkbert/model/case_file.hpp"
 #include "darkbert/train/case_labels.hpp"
 
@@ -84,9 +83,13 @@ int run_training_case(const Transformer<T>& model, const CaseFile& file, const C
   if (loss_file) {
     xt::xarray<T> value = xt::xarray<T>::from_shape({});
     value() = loss.value()[0];
-    xt::dump_npy((o.out / loss_file->filename()).string(), value);
+    require_finite_output(value, c.name, "loss");
+    write_npy(o.out / loss_file->filename(), value);
     if (o.check) {
-      const double expected = xt::load_npy<double>(loss_file->string())();
+      const auto expected_array = read_npy<double>(*loss_file);
+      if (expected_array.size() != 1)
+        fail(loss_file->string(), ": expected a single loss value, the file holds ", expected_array.size());
+      const double expected = expected_array.data()[0];
       const double error = std::abs(loss.value()[0] - expected) / (1 + std::abs(expected));
       failures += !(error <= tol);
       std::cout << (error <= tol ? "ok   " : "FAIL ") << c.name << " loss " << loss.value()[0] << " max|diff|/(1+|exp|) = " << error << "\n";
@@ -118,6 +121,7 @@ int run_cases(const RunOptions& o) {
   const auto model_dir = o.model.empty() ? file.model_dir : o.model;
   const auto model = Transformer<T>::load(model_dir);
   const auto extra = parse_head_list(o.disable);
+  require_outputs(file, model, model_dir);  // before anything is written
   std::filesystem::create_directories(o.out);
   const double tol = std::is_same_v<T, float> ? 1e-4 : 1e-9;
   const bool compare = o.check || !o.against.empty();
@@ -129,11 +133,10 @@ int run_cases(const RunOptions& o) {
     for (const auto& [name, expected_path] : c.outputs) {
       const auto out_path = o.out / expected_path.filename();
       const auto value = named_output(result, model, name);
-      xt::dump_npy(out_path.string(), value);
+      require_finite_output(value, c.name, name);
+      write_npy(out_path, value);
       if (!compare) continue;
-      const xt::xarray<double> expected =
-          o.against.empty() ? xt::load_npy<double>(expected_path.string())
-                            : xt::xarray<double>(xt::cast<double>(xt::load_npy<T>((o.against / expected_path.filename()).string())));
+      const auto expected = read_npy<double>(o.against.empty() ? expected_path : o.against / expected_path.filename());
       const double worst = max_relative_error(value, expected);
       const bool same_shape = worst != std::numeric_limits<double>::infinity();
       const bool ok = same_shape && worst <= tol;

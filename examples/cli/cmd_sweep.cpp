@@ -21,6 +21,7 @@
 #include "darkbert/analysis/ablation_sweep.hpp"
 #include "darkbert/analysis/results.hpp"
 #include "darkbert/analysis/predictions.hpp"
+#include "darkbert/core/atomic_file.hpp"
 #include "darkbert/data/glue.hpp"
 #include "darkbert/train/labelled_texts.hpp"
 #include "darkbert/viz/heatmap.hpp"
@@ -66,7 +67,7 @@ inline void write_sweep(const SweepOptions& o, const SweepResult& r, const std::
   figure.value_label = metric + " - baseline";
   figure.map = Colormap::coolwarm();
   write_heatmap(o.out / "head_scores_delta.png", r.head_scores.array() - r.baseline, figure);
-  std::ofstream(o.out / "summary.json") << summary.dump(2) << "\n";
+  write_file_atomically(o.out / "summary.json", summary.dump(2) + "\n");
 }
 
 inline void run_sweep_command(const SweepOptions& o) {

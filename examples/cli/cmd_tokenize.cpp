@@ -19,7 +19,7 @@
 #include <cstddef>       // std::size_t
 #include <cstdio>        // std::printf, std::fprintf
 #include <filesystem>    // std::filesystem::path, create_directories
-#include <fstream>       // std::ifstream, std::ofstream
+#include <fstream>       // std::ifstream
 #include <memory>        // std::make_shared
 #include <optional>      // std::optional
 #include <string>        // std::string, std::getline
@@ -27,6 +27,7 @@
 #include <nlohmann/json.hpp>  // the JSON lines (ordered_json keeps the field order)
 
 #include "commands.hpp"
+#include "darkbert/core/atomic_file.hpp"
 #include "darkbert/core/error.hpp"
 #include "darkbert/tokenizer/tokenizer.hpp"
 
@@ -100,8 +101,7 @@ inline void run_tokenize(const TokenizeOptions& o) {
   if (!in) fail("cannot open input file '", o.input, "'");
   const std::filesystem::path out_path(o.output);
   if (out_path.has_parent_path()) std::filesystem::create_directories(out_path.parent_path());
-  std::ofstream out(out_path, std::ios::binary);
-  if (!out) fail("cannot open output file '", o.output, "' for writing");
+  AtomicFileWriter out(out_path);  // the output appears only once complete (core/atomic_file.hpp)
 
   const auto start = std::chrono::steady_clock::now();
   std::size_t line_no = 0, tokens = 0;
@@ -138,12 +138,11 @@ inline void run_tokenize(const TokenizeOptions& o) {
       if (what.rfind(where, 0) == 0) throw;
       fail(where, what);
     }
-    out << j.dump() << '\n';
+    out.write(j.dump() + '\n');
     if (line_no % 100000 == 0) std::fprintf(stderr, "tokenize: %zu lines\n", line_no);
   }
   if (in.bad()) fail("error while reading '", o.input, "'");
-  out.close();
-  if (!out) fail("error while writing '", o.output, "'");
+  out.commit();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf("tokenized %zu lines (%zu tokens) in %.3f s -> %s\n", line_no, tokens, seconds, o.output.c_str());
 }

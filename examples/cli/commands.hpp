@@ -4,6 +4,9 @@
 
 #include <filesystem>  // std::filesystem
 
+#include "darkbert/core/atomic_file.hpp"
+#include "darkbert/tokenizer/detail/text_files.hpp"
+
 namespace darkbert::cli {
 void add_run_command(CLI::App& app);       // run a golden-format cases file
 void add_sweep_command(CLI::App& app);     // head/layer ablation sweep on a GLUE task
@@ -22,7 +25,8 @@ inline int copy_tokenizer_files(const std::filesystem::path& from, const std::fi
   int copied = 0;
   for (const char* name : {"vocab.txt", "vocab.json", "merges.txt", "tokenizer_config.json", "special_tokens_map.json"})
     if (std::filesystem::exists(from / name)) {
-      std::filesystem::copy_file(from / name, to / name, std::filesystem::copy_options::overwrite_existing);
+      // Through the crash-safe writer: a full disk is reported by name and no torn copy is left.
+      write_file_atomically(to / name, detail::read_text_file(from / name, "tokenizer file"));
       ++copied;
     }
   return copied;

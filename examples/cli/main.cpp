@@ -1,8 +1,11 @@
 // darkbert — the command line. Each subcommand lives in its own cmd_<name>.cpp next to this file.
 #include <CLI/CLI.hpp>
 
+#include <cerrno>     // errno
+#include <cstdio>     // std::fflush, std::ferror, stdout
+#include <cstring>    // std::strerror
 #include <exception>  // std::exception
-#include <iostream>   // std::cerr
+#include <iostream>   // std::cerr, std::cout
 #include <string>     // std::string
 
 #include "commands.hpp"
@@ -36,6 +39,14 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const std::exception& e) {
     std::cerr << "darkbert: error: " << e.what() << "\n";
+    return 1;
+  }
+  // Reports and JSON go to standard output too; a full disk or closed pipe there is an error, not exit 0.
+  errno = 0;
+  std::cout.flush();
+  if (!std::cout || std::fflush(stdout) != 0 || std::ferror(stdout)) {
+    std::cerr << "darkbert: error: standard output: write failed"
+              << (errno ? std::string(": ") + std::strerror(errno) : std::string()) << "\n";
     return 1;
   }
   return 0;

@@ -24,7 +24,7 @@
 #include <cstddef>       // std::size_t
 #include <cstring>       // std::strerror
 #include <filesystem>    // std::filesystem::path, create_directories
-#include <fstream>       // std::ofstream, std::ifstream
+#include <fstream>       // std::ifstream
 #include <limits>        // std::numeric_limits
 #include <sstream>       // std::ostringstream
 #include <string>        // std::string, std::to_string
@@ -37,6 +37,7 @@
 #include <xtensor/xnpy.hpp>     // xt::dump_npy
 #include <xtensor/xtensor.hpp>  // xt::xtensor
 
+#include "darkbert/core/atomic_file.hpp"  // darkbert::write_file_atomically
 #include "darkbert/core/error.hpp"   // darkbert::fail, darkbert::require
 #include "darkbert/core/matrix.hpp"  // darkbert::Index
 
@@ -165,16 +166,6 @@ T json_value(const nlohmann::json& j, const std::string& where) {
   fail(where, " is ", j.dump(), ", expected a number or \"nan\", \"inf\", \"-inf\"");
 }
 
-inline std::ofstream open_for_writing(const std::filesystem::path& path) {
-  std::ofstream out(path, std::ios::binary);
-  if (!out) fail(path.string(), ": cannot open for writing: ", std::strerror(errno));
-  return out;
-}
-
-inline void finish_writing(std::ofstream& out, const std::filesystem::path& path) {
-  out.flush();
-  if (!out) fail(path.string(), ": write failed");
-}
 
 template <class T>
 constexpr const char* dtype_name() {
@@ -260,29 +251,20 @@ Table<T> table_from_json(const nlohmann::json& j, const std::string& source) {
 /// Writes the table as CSV with a header row of column labels and a first column of row labels.
 template <class T>
 void write_csv(const Table<T>& t, const std::filesystem::path& path) {
-  const std::string text = to_csv(t);
-  auto out = detail::open_for_writing(path);
-  out << text;
-  detail::finish_writing(out, path);
+  write_file_atomically(path, to_csv(t));
 }
 
 /// Writes the table as JSON: name, row and column labels, values.
 template <class T>
 void write_json(const Table<T>& t, const std::filesystem::path& path) {
-  const std::string text = to_json(t).dump(1) + "\n";
-  auto out = detail::open_for_writing(path);
-  out << text;
-  detail::finish_writing(out, path);
+  write_file_atomically(path, to_json(t).dump(1) + "\n");
 }
 
 /// Writes the values as a 2-D .npy array.
 template <class T>
 void write_npy(const Table<T>& t, const std::filesystem::path& path) {
   t.check();
-  const std::string bytes = xt::dump_npy(t.values);
-  auto out = detail::open_for_writing(path);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  detail::finish_writing(out, path);
+  write_file_atomically(path, xt::dump_npy(t.values));
 }
 
 /// Reads a JSON table file written by write_json.

@@ -26,13 +26,12 @@
 /// @endcode
 /// Version 1 = the feature templates of this release; a feature change must bump the version.
 
-#include <unistd.h>  // getpid (temporary file name)
 
 #include <charconv>     // std::from_chars
 #include <chrono>       // std::chrono::steady_clock (training time in the provenance)
 #include <cstddef>      // std::size_t
 #include <filesystem>   // std::filesystem::path
-#include <fstream>      // std::ifstream, std::ofstream
+#include <fstream>      // std::ifstream
 #include <iostream>     // std::clog
 #include <optional>     // std::optional
 #include <ostream>      // std::ostream
@@ -42,6 +41,7 @@
 #include <system_error> // std::error_code
 #include <vector>       // std::vector
 
+#include "darkbert/core/atomic_file.hpp"
 #include "darkbert/core/error.hpp"
 #include "darkbert/data/conllu.hpp"
 #include "darkbert/data/negation.hpp"
@@ -222,23 +222,13 @@ class Annotator {
     out << "end\n";
   }
 
-  /// Writes to `file` through a temporary sibling and a rename, so readers never see half a file.
+  /// Writes to `file` crash-safely (core/atomic_file.hpp), so readers never see half a file.
   void save(const std::filesystem::path& file) const {
     std::error_code ec;
     if (file.has_parent_path()) std::filesystem::create_directories(file.parent_path(), ec);
-    const auto tmp = file.string() + ".partial-" + std::to_string(::getpid());
-    {
-      std::ofstream out(tmp, std::ios::binary);
-      require(static_cast<bool>(out), tmp, ": cannot open for writing");
-      save(out);
-      out.flush();
-      require(static_cast<bool>(out), tmp, ": write error");
-    }
-    std::filesystem::rename(tmp, file, ec);
-    if (ec) {
-      std::filesystem::remove(tmp, ec);
-      fail(file.string(), ": cannot move the saved annotator into place");
-    }
+    std::ostringstream text;
+    save(text);
+    write_file_atomically(file, text.view());
   }
 
   /// Reads a model written by save; `name` is used in error messages.

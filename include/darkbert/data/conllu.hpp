@@ -20,10 +20,12 @@
 #include <functional>   // std::function
 #include <istream>      // std::istream
 #include <ostream>      // std::ostream
+#include <sstream>      // std::ostringstream
 #include <string>       // std::string, std::getline
 #include <string_view>  // std::string_view
 #include <vector>       // std::vector
 
+#include "darkbert/core/atomic_file.hpp"
 #include "darkbert/core/error.hpp"
 
 namespace darkbert {
@@ -355,13 +357,11 @@ inline void write_conllu(std::ostream& out, const std::vector<ConlluSentence>& s
   }
 }
 
-/// Writes sentences as CoNLL-U (a read file round-trips byte for byte).
+/// Crash-safe: the file is replaced only once the whole text is on disk (core/atomic_file.hpp).
 inline void write_conllu(const std::filesystem::path& file, const std::vector<ConlluSentence>& sentences) {
-  std::ofstream out(file, std::ios::binary);
-  require(static_cast<bool>(out), file.string(), ": cannot open for writing");
-  write_conllu(out, sentences);
-  out.flush();
-  require(static_cast<bool>(out), file.string(), ": write error");
+  std::ostringstream text;
+  write_conllu(text, sentences);
+  write_file_atomically(file, text.view());
 }
 
 /// Surface tokens of a sentence: multi-word tokens as one token, other words as themselves. Each entry is

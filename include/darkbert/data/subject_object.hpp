@@ -16,6 +16,8 @@
 /// // _ nsubj _ _ obj
 /// @endcode
 
+#include <algorithm>    // std::min
+#include <array>        // std::array
 #include <cstddef>      // std::size_t, std::ptrdiff_t
 #include <cstdint>      // std::uint64_t
 #include <string>       // std::string
@@ -59,31 +61,59 @@ inline std::string distance_bucket(std::ptrdiff_t d) {
   return "11+";
 }
 
-/// What lies strictly between positions a < b: N nominal, A adposition, P punctuation, C coordinator,
-/// S subordinator, V verb/aux.
-inline std::string between_flags(const std::vector<std::string>& tags, std::size_t a, std::size_t b) {
-  bool n = false, ad = false, p = false, c = false, s = false, v = false;
-  for (std::size_t k = a + 1; k < b; ++k) {
-    const auto& t = tags[k];
-    n = n || is_nominal(t);
-    ad = ad || t == "ADP";
-    p = p || t == "PUNCT";
-    c = c || t == "CCONJ";
-    s = s || t == "SCONJ";
-    v = v || is_verbal(t);
+/// The sentence-wide facts the labeller's features look up, computed once in O(n): nearest verbs, the
+/// flags of what lies between two positions (prefix counts), noun-phrase extents, auxiliary chains. The
+/// features used to rescan the sentence from every word, so a 10,000-word "sentence" took minutes.
+struct SentenceIndex {
+  static constexpr std::size_t none = static_cast<std::size_t>(-1);
+  /// The auxiliary chain after a verb reads at most this many words (real chains have 1 to 4).
+  static constexpr std::size_t max_chain_words = 16;
+  /// Categories of between_flags, in output order: N nominal, A adposition, P punctuation, C coordinator,
+  /// S subordinator, V verb/aux.
+  static constexpr const char* flag_letters = "NAPCSV";
+
+  std::vector<std::size_t> prev_verbal, next_verbal;  ///< nearest VERB/AUX strictly left / right, or none
+  std::vector<std::array<std::uint32_t, 6>> below;    ///< below[k][c]: words of category c among [0, k)
+  std::vector<std::size_t> np_start;  ///< first word of the DET/ADJ/NOUN/PROPN/NUM/PRON run ending at i
+  std::vector<std::size_t> tail_end;  ///< last word of the NOUN/PROPN/NUM run starting at i (i - 1 if none)
+
+  explicit SentenceIndex(const std::vector<std::string>& tags) {
+    const std::size_t n = tags.size();
+    prev_verbal.assign(n, none);
+    next_verbal.assign(n, none);
+    below.assign(n + 1, {});
+    np_start.assign(n, 0);
+    tail_end.assign(n + 1, 0);
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto& t = tags[i];
+      if (i > 0) prev_verbal[i] = is_verbal(tags[i - 1]) ? i - 1 : prev_verbal[i - 1];
+      const bool flags[6] = {is_nominal(t), t == "ADP", t == "PUNCT", t == "CCONJ", t == "SCONJ", is_verbal(t)};
+      for (int c = 0; c < 6; ++c) below[i + 1][static_cast<std::size_t>(c)] = below[i][static_cast<std::size_t>(c)] + flags[c];
+      np_start[i] = i > 0 && in_np(tags[i - 1]) && in_np(t) ? np_start[i - 1] : i;
+    }
+    tail_end[n] = n - 1;  // n >= 1 whenever this is read
+    for (std::size_t i = n; i-- > 0;) {
+      if (i + 1 < n) next_verbal[i] = is_verbal(tags[i + 1]) ? i + 1 : next_verbal[i + 1];
+      tail_end[i] = np_tail(tags[i]) ? tail_end[i + 1] : i - 1;
+    }
   }
-  std::string out;
-  if (n) out += 'N';
-  if (ad) out += 'A';
-  if (p) out += 'P';
-  if (c) out += 'C';
-  if (s) out += 'S';
-  if (v) out += 'V';
-  return out.empty() ? "-" : out;
-}
+  static bool in_np(const std::string& t) {
+    return t == "DET" || t == "ADJ" || t == "NOUN" || t == "PROPN" || t == "NUM" || t == "PRON";
+  }
+  static bool np_tail(const std::string& t) { return t == "NOUN" || t == "PROPN" || t == "NUM"; }
+
+  // What lies strictly between positions a < b, e.g. "NP" or "-" for nothing of note.
+  std::string between_flags(std::size_t a, std::size_t b) const {
+    std::string out;
+    for (std::size_t c = 0; c < 6; ++c)
+      if (below[b][c] > below[a + 1][c]) out += flag_letters[c];
+    return out.empty() ? "-" : out;
+  }
+};
 
 struct LabellerInput {
   std::vector<std::vector<std::string>> features;  ///< static, per word
+  std::vector<std::size_t> prev_verbal;            ///< for the dynamic features
 };
 
 inline LabellerInput labeller_input(const std::vector<std::string>& words, const std::vector<std::string>& tags) {
@@ -100,12 +130,11 @@ inline LabellerInput labeller_input(const std::vector<std::string>& words, const
     if (i >= static_cast<std::ptrdiff_t>(n)) return "</s>";
     return low[static_cast<std::size_t>(i)];
   };
-  auto in_np = [&](const std::string& t) {
-    return t == "DET" || t == "ADJ" || t == "NOUN" || t == "PROPN" || t == "NUM" || t == "PRON";
-  };
-  auto np_tail = [&](const std::string& t) { return t == "NOUN" || t == "PROPN" || t == "NUM"; };
   LabellerInput in;
   in.features.resize(n);
+  if (n == 0) return in;
+  const SentenceIndex index(tags);
+  constexpr auto none = SentenceIndex::none;
   for (std::size_t u = 0; u < n; ++u) {
     const auto i = static_cast<std::ptrdiff_t>(u);
     const std::string& t = tags[u];
@@ -128,11 +157,11 @@ inline LabellerInput labeller_input(const std::vector<std::string>& words, const
     f.push_back("w-1t=" + low_at(i - 1) + " " + t);
     f.push_back("tw+1=" + t + " " + low_at(i + 1));
     if (u == 0) f.push_back("first");
-    // Noun phrase around i.
+    // Noun phrase around i: back over DET/ADJ/NOUN/..., forward over NOUN/PROPN/NUM.
     std::ptrdiff_t start = i, end = i;
-    if (in_np(t)) {
-      while (start > 0 && in_np(tags[static_cast<std::size_t>(start - 1)])) --start;
-      while (end + 1 < static_cast<std::ptrdiff_t>(n) && np_tail(tags[static_cast<std::size_t>(end + 1)])) ++end;
+    if (SentenceIndex::in_np(t)) {
+      start = static_cast<std::ptrdiff_t>(index.np_start[u]);
+      end = static_cast<std::ptrdiff_t>(index.tail_end[u + 1]);  // u itself when no NOUN/PROPN/NUM follows
     }
     f.push_back("npL=" + tag_at(start - 1));
     f.push_back("npLw=" + low_at(start - 1));
@@ -147,12 +176,9 @@ inline LabellerInput labeller_input(const std::vector<std::string>& words, const
       f.push_back(std::string("prunL=") + (prev ? "-" : tag_at(i - 1)) + (next ? " >" : " ."));
     }
     // Nearest verb/aux on the left.
-    std::ptrdiff_t lv = i - 1;
-    while (lv >= 0 && !is_verbal(tags[static_cast<std::size_t>(lv)])) --lv;
-    if (lv >= 0) {
-      const auto lvu = static_cast<std::size_t>(lv);
-      const auto flags = between_flags(tags, lvu, u);
-      f.push_back("lvd=" + distance_bucket(i - lv));
+    if (const std::size_t lvu = index.prev_verbal[u]; lvu != none) {
+      const auto flags = index.between_flags(lvu, u);
+      f.push_back("lvd=" + distance_bucket(i - static_cast<std::ptrdiff_t>(lvu)));
       f.push_back("lvw=" + low[lvu]);
       f.push_back("lvt=" + tags[lvu]);
       f.push_back("lvb=" + flags);
@@ -163,19 +189,17 @@ inline LabellerInput labeller_input(const std::vector<std::string>& words, const
       f.push_back("lvnone t=" + t);
     }
     // Nearest verb/aux on the right, and the auxiliary chain before the first main verb there.
-    std::ptrdiff_t rv = i + 1;
-    while (rv < static_cast<std::ptrdiff_t>(n) && !is_verbal(tags[static_cast<std::size_t>(rv)])) ++rv;
-    if (rv < static_cast<std::ptrdiff_t>(n)) {
-      const auto rvu = static_cast<std::size_t>(rv);
-      const auto flags = between_flags(tags, u, rvu);
-      f.push_back("rvd=" + distance_bucket(rv - i));
+    if (const std::size_t rvu = index.next_verbal[u]; rvu != none) {
+      const auto flags = index.between_flags(u, rvu);
+      f.push_back("rvd=" + distance_bucket(static_cast<std::ptrdiff_t>(rvu) - i));
       f.push_back("rvw=" + low[rvu]);
       f.push_back("rvt=" + tags[rvu]);
       f.push_back("rvb=" + flags);
       f.push_back("rvbt=" + flags + " " + t);
       std::string chain;
       std::size_t k = rvu;
-      while (k < n && (tags[k] == "AUX" || tags[k] == "PART" || tags[k] == "ADV")) {
+      const std::size_t stop = std::min(n, rvu + SentenceIndex::max_chain_words);
+      while (k < stop && (tags[k] == "AUX" || tags[k] == "PART" || tags[k] == "ADV")) {
         if (tags[k] == "AUX") chain += (chain.empty() ? "" : "+") + low[k];
         ++k;
       }
@@ -191,32 +215,49 @@ inline LabellerInput labeller_input(const std::vector<std::string>& words, const
       f.push_back("rvnone t=" + t);
     }
   }
+  in.prev_verbal = index.prev_verbal;
   return in;
 }
 
+// The labels given so far in a left-to-right pass, kept so that each dynamic feature is O(1).
+class LabelHistory {
+ public:
+  explicit LabelHistory(std::size_t n) : last_labelled_(n, SentenceIndex::none) {}
+  // Records labels[i] (called for i = 0, 1, ... in order).
+  void record(const std::vector<std::string>& tags, std::size_t i, int label) {
+    const std::size_t before = i > 0 ? last_labelled_[i - 1] : SentenceIndex::none;
+    last_labelled_[i] = label != 0 ? i : before;
+    if (is_verbal(tags[i])) first_since_verbal_ = SentenceIndex::none;
+    else if (label != 0 && first_since_verbal_ == SentenceIndex::none) first_since_verbal_ = i;
+  }
+  // Last labelled word at or before j (none if j is none or nothing is labelled).
+  std::size_t last_labelled(std::size_t j) const { return j == SentenceIndex::none ? j : last_labelled_[j]; }
+  // First labelled word after the nearest verb on the left of the next word.
+  std::size_t first_since_verbal() const { return first_since_verbal_; }
+
+ private:
+  std::vector<std::size_t> last_labelled_;
+  std::size_t first_since_verbal_ = SentenceIndex::none;
+};
+
 inline void labeller_dynamic_features(const std::vector<std::string>& tags, std::size_t i,
-                                      const std::vector<int>& labels, std::vector<std::string>& f) {
+                                      const std::vector<int>& labels, const std::vector<std::size_t>& prev_verbal,
+                                      const LabelHistory& history, std::vector<std::string>& f) {
+  constexpr auto none = SentenceIndex::none;
   const auto& classes = subject_object_classes();
   f.clear();
   const std::string l1 = i >= 1 ? classes[static_cast<std::size_t>(labels[i - 1])] : "<s>";
   f.push_back("l-1=" + l1 + " " + tags[i]);
-  // Labels given since the nearest verb on the left (a clause already has its subject?).
-  std::ptrdiff_t k = static_cast<std::ptrdiff_t>(i) - 1;
-  std::string seen;
-  while (k >= 0 && !is_verbal(tags[static_cast<std::size_t>(k)])) {
-    if (labels[static_cast<std::size_t>(k)] != 0) seen = classes[static_cast<std::size_t>(labels[static_cast<std::size_t>(k)])];
-    --k;
-  }
+  // The first label given since the nearest verb on the left (a clause already has its subject?).
+  const std::size_t verb = prev_verbal[i];
+  const std::size_t first = history.first_since_verbal();
+  const std::string seen = first != none ? classes[static_cast<std::size_t>(labels[first])] : "";
   f.push_back("seen=" + (seen.empty() ? std::string("-") : seen) + " " + tags[i]);
   // Last label before that verb (subject of the clause the verb belongs to?).
   std::string before;
-  if (k >= 0) {
-    for (std::ptrdiff_t j = k - 1; j >= 0; --j)
-      if (labels[static_cast<std::size_t>(j)] != 0) {
-        before = classes[static_cast<std::size_t>(labels[static_cast<std::size_t>(j)])];
-        break;
-      }
-  }
+  if (verb != none && verb > 0)
+    if (const std::size_t j = history.last_labelled(verb - 1); j != none)
+      before = classes[static_cast<std::size_t>(labels[j])];
   f.push_back("before=" + (before.empty() ? std::string("-") : before) + " " + (seen.empty() ? "-" : "x"));
 }
 
@@ -243,11 +284,13 @@ class SubjectObjectLabeller {
     AveragedPerceptron model(subject_object_classes());
     std::vector<std::vector<std::vector<int>>> ids(words.size());
     std::vector<std::vector<int>> gold(words.size());
+    std::vector<std::vector<std::size_t>> prev_verbal(words.size());
     for (std::size_t s = 0; s < words.size(); ++s) {
       require(tags[s].size() == words[s].size() && labels[s].size() == words[s].size(),
               "SubjectObjectLabeller::train: sentence ", s, " has ", words[s].size(), " words, ", tags[s].size(),
               " tags, ", labels[s].size(), " labels");
       auto in = detail::labeller_input(words[s], tags[s]);
+      prev_verbal[s] = std::move(in.prev_verbal);
       ids[s].resize(in.features.size());
       for (std::size_t i = 0; i < in.features.size(); ++i)
         for (const auto& f : in.features[i]) ids[s][i].push_back(model.intern(f));
@@ -263,14 +306,16 @@ class SubjectObjectLabeller {
     for (int it = 0; it < options.iterations; ++it) {
       for (auto s : seeded_permutation(words.size(), options.seed + static_cast<std::uint64_t>(it))) {
         predicted.assign(words[s].size(), 0);
+        detail::LabelHistory history(words[s].size());
         for (std::size_t i = 0; i < words[s].size(); ++i) {
           x = ids[s][i];
-          detail::labeller_dynamic_features(tags[s], i, predicted, dyn);
+          detail::labeller_dynamic_features(tags[s], i, predicted, prev_verbal[s], history, dyn);
           for (const auto& f : dyn) x.push_back(model.intern(f));
           const int guess = model.predict(x);
           model.update(x, gold[s][i], guess);
           model.tick();
           predicted[i] = guess;
+          history.record(tags[s], i, guess);
         }
       }
     }
@@ -285,14 +330,16 @@ class SubjectObjectLabeller {
             " tags");
     const auto in = detail::labeller_input(words, tags);
     std::vector<int> predicted(words.size(), 0);
+    detail::LabelHistory history(words.size());
     std::vector<std::string> dyn;
     std::vector<int> x;
     for (std::size_t i = 0; i < words.size(); ++i) {
       x.clear();
       for (const auto& f : in.features[i]) x.push_back(model_.lookup(f));
-      detail::labeller_dynamic_features(tags, i, predicted, dyn);
+      detail::labeller_dynamic_features(tags, i, predicted, in.prev_verbal, history, dyn);
       for (const auto& f : dyn) x.push_back(model_.lookup(f));
       predicted[i] = model_.predict(x);
+      history.record(tags, i, predicted[i]);
     }
     std::vector<std::string> out;
     for (int k : predicted) out.push_back(subject_object_classes()[static_cast<std::size_t>(k)]);

@@ -9,8 +9,8 @@
 /// ckpt.read_as<float>("embeddings.word_embeddings.weight", buffer);
 /// @endcode
 
+#include <cstdint>     // std::uint64_t
 #include <filesystem>  // std::filesystem::path
-#include <fstream>     // std::ifstream
 #include <map>         // std::map
 #include <memory>      // std::unique_ptr
 #include <string>      // std::string
@@ -19,22 +19,34 @@
 #include <nlohmann/json.hpp>
 
 #include "../core/error.hpp"
+#include "json.hpp"
 #include "safetensors.hpp"
 
 namespace darkbert {
 
-/// Reads a JSON file, with errors that name it.
-inline nlohmann::json read_json_file(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  if (!in) fail(path.string(), ": cannot open");
-  try {
-    return nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    fail(path.string(), ": malformed JSON: ", e.what());
-  }
+namespace detail {
+
+/// A shard named by the index must stay inside the checkpoint folder: a relative path without "..", so a
+/// downloaded index cannot make darkbert open /etc/passwd or ../../other-model. (Symbolic links inside the
+/// folder are followed, as in the Hugging Face cache, whose snapshot files link to ../../blobs.)
+inline std::filesystem::path confined_shard_path(const std::filesystem::path& dir, const std::string& shard,
+                                                 const std::filesystem::path& index, const std::string& tensor) {
+  const std::filesystem::path rel(shard);
+  auto refuse = [&](const char* why) {
+    fail(index.string(), ": weight_map entry '", tensor, "' names shard \"", shard, "\", which ", why,
+         "; shards must be files inside the checkpoint folder");
+  };
+  if (shard.empty()) refuse("is empty");
+  if (shard.find('\0') != std::string::npos) refuse("contains a NUL byte");
+  if (rel.is_absolute() || rel.has_root_name() || rel.has_root_directory()) refuse("is an absolute path");
+  for (const auto& part : rel)
+    if (part == "..") refuse("leaves the folder through \"..\"");
+  if (rel.filename().empty() || rel.filename() == ".") refuse("is not a file name");
+  return dir / rel;
 }
 
-/// The tensors of a checkpoint folder, single-file or sharded, looked up by name (example at the top).
+}  // namespace detail
+
 class CheckpointFolder {
  public:
   /// Opens `dir`: model.safetensors, else the shards listed in model.safetensors.index.json; throws naming
@@ -57,7 +69,7 @@ class CheckpointFolder {
         const auto file = shard.get<std::string>();
         auto it = shard_of_file.find(file);
         if (it == shard_of_file.end()) {
-          add_file(dir_ / file);
+          add_file(detail::confined_shard_path(dir_, file, index, name));
           it = shard_of_file.emplace(file, files_.size() - 1).first;
         }
         if (!files_[it->second]->contains(name))
@@ -91,10 +103,20 @@ class CheckpointFolder {
     if (it == where_.end()) fail(dir_.string(), ": checkpoint has no tensor '", name, "'");
     return *files_[it->second];
   }
-  /// Converts tensor `name` to T (float or double) into out[0, numel).
+  /// Converts a floating tensor to T; NaN or infinite values are an error naming the file and tensor
+  /// unless `non_finite` is NonFinite::allow (see SafetensorsFile::read_as).
   template <class T>
-  void read_as(const std::string& name, T* out) const {
-    file_of(name).template read_as<T>(name, out);
+  void read_as(const std::string& name, T* out,
+               SafetensorsFile::NonFinite non_finite = SafetensorsFile::NonFinite::reject) const {
+    file_of(name).template read_as<T>(name, out, non_finite);
+  }
+
+  // Number of values stored over all tensors: an upper bound on what a model built from this folder can
+  // read, used to refuse a config.json that asks for more before allocating it.
+  std::uint64_t stored_elements() const {
+    std::uint64_t n = 0;
+    for (const auto& [name, file] : where_) n += static_cast<std::uint64_t>(files_[file]->tensor(name).numel());
+    return n;
   }
 
  private:

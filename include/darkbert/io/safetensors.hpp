@@ -13,15 +13,15 @@
 
 #include <fcntl.h>     // open
 #include <sys/mman.h>  // mmap, munmap
-#include <sys/stat.h>  // fstat
+#include <sys/stat.h>  // stat, fstat, S_ISREG
 #include <unistd.h>    // close
 
 #include <algorithm>      // std::sort
 #include <cerrno>         // errno
+#include <cmath>          // std::isfinite
 #include <cstdint>        // std::uint64_t
 #include <cstring>        // std::memcpy
 #include <filesystem>     // std::filesystem::path
-#include <fstream>        // std::ofstream
 #include <functional>     // std::multiplies
 #include <map>            // std::map
 #include <numeric>        // std::accumulate
@@ -32,8 +32,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../core/atomic_file.hpp"
 #include "../core/error.hpp"
 #include "dtype.hpp"
+#include "json.hpp"
 
 namespace darkbert {
 
@@ -65,7 +67,10 @@ class MappedFile {
  public:
   MappedFile() = default;
   explicit MappedFile(const std::filesystem::path& path) {
-    const int fd = ::open(path.c_str(), O_RDONLY);
+    // Only regular files: opening a FIFO would block, and a device has no size to map.
+    struct stat before {};
+    if (::stat(path.c_str(), &before) == 0 && !S_ISREG(before.st_mode)) fail(path.string(), ": not a regular file");
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) fail(path.string(), ": cannot open (", std::strerror(errno), ")");
     struct stat st {};
     if (::fstat(fd, &st) != 0) {
@@ -145,19 +150,28 @@ class SafetensorsFile {
   /// Raw little-endian bytes of a tensor (size = end - begin).
   const unsigned char* raw(const TensorInfo& info) const { return data_start_ + info.begin; }
 
-  /// Converts a floating tensor to T, writing numel() values to `out`.
+  /// Converts a floating tensor to T, writing numel() values to `out`. A NaN or infinite value is an error
+  /// naming the tensor and the element (a checkpoint holding one would turn every output into NaN); pass
+  /// NonFinite::allow to read such tensors anyway.
+  enum class NonFinite { reject, allow };
   template <class T>
-  void read_as(const std::string& name, T* out) const {
+  void read_as(const std::string& name, T* out, NonFinite non_finite = NonFinite::reject) const {
     const TensorInfo& info = tensor(name);
     if (!is_floating(info.dtype))
       fail(path_.string(), ": tensor '", name, "' has dtype ", dtype_name(info.dtype), ", expected a floating type");
     const unsigned char* bytes = raw(info);
     const auto n = static_cast<std::size_t>(info.numel());
     if ((info.dtype == DType::F32 && sizeof(T) == 4) || (info.dtype == DType::F64 && sizeof(T) == 8)) {
-      std::memcpy(out, bytes, n * sizeof(T));  // little-endian host, same type
-      return;
+      if (n > 0) std::memcpy(out, bytes, n * sizeof(T));  // little-endian host, same type
+    } else {
+      for (std::size_t i = 0; i < n; ++i) out[i] = detail::load_element<T>(bytes, info.dtype, i);
     }
-    for (std::size_t i = 0; i < n; ++i) out[i] = detail::load_element<T>(bytes, info.dtype, i);
+    if (non_finite == NonFinite::allow) return;
+    for (std::size_t i = 0; i < n; ++i)
+      if (!std::isfinite(out[i]))
+        fail(path_.string(), ": tensor '", name, "' ", shape_string(info.shape), " holds ",
+             std::isnan(out[i]) ? "NaN" : "an infinite value", " at flat index ", i,
+             " (corrupt checkpoint, or saved after training diverged)");
   }
 
  private:
@@ -173,12 +187,8 @@ class SafetensorsFile {
       fail(file, ": header length ", header_len, " runs beyond the end of the file (", size - 8,
            " bytes after the length field)");
     const char* header_text = reinterpret_cast<const char*>(map_.data() + 8);
-    nlohmann::json header;
-    try {
-      header = nlohmann::json::parse(header_text, header_text + header_len);
-    } catch (const nlohmann::json::exception& e) {
-      fail(file, ": malformed header JSON: ", e.what());
-    }
+    // Strict: a repeated tensor name would otherwise let the last entry silently win.
+    const nlohmann::json header = parse_json(std::string_view(header_text, header_len), file, "header JSON");
     if (!header.is_object()) fail(file, ": header JSON is not an object");
     data_start_ = map_.data() + 8 + header_len;
     const std::uint64_t data_size = size - 8 - header_len;
@@ -186,20 +196,36 @@ class SafetensorsFile {
     for (const auto& [name, entry] : header.items()) {
       if (name == "__metadata__") {
         if (!entry.is_object()) fail(file, ": __metadata__ is not an object");
-        for (const auto& [key, value] : entry.items())
-          metadata_[key] = value.is_string() ? value.get<std::string>() : value.dump();
+        for (const auto& [key, value] : entry.items()) {
+          if (!value.is_string()) fail(file, ": __metadata__ value of \"", key, "\" is not a string");
+          metadata_[key] = value.get<std::string>();
+        }
         continue;
       }
       tensors_.push_back(parse_entry(file, name, entry, data_size));
     }
-    // Offsets must not overlap: sort a copy by begin and compare neighbours.
+    // As in the reference reader, the tensors must tile the data area exactly: in offset order each one
+    // starts where the previous one ended. This refuses overlaps (also one hidden behind a zero-size
+    // tensor, which a pairwise neighbour test misses), gaps and trailing bytes.
     std::vector<const TensorInfo*> by_offset;
     for (const auto& t : tensors_) by_offset.push_back(&t);
-    std::sort(by_offset.begin(), by_offset.end(), [](auto* a, auto* b) { return a->begin < b->begin; });
-    for (std::size_t i = 1; i < by_offset.size(); ++i)
-      if (by_offset[i]->begin < by_offset[i - 1]->end && by_offset[i]->end > by_offset[i]->begin)
-        fail(file, ": tensors '", by_offset[i - 1]->name, "' and '", by_offset[i]->name,
-             "' have overlapping data_offsets");
+    std::sort(by_offset.begin(), by_offset.end(),
+              [](auto* a, auto* b) { return a->begin != b->begin ? a->begin < b->begin : a->end < b->end; });
+    std::uint64_t covered = 0;
+    const TensorInfo* previous = nullptr;
+    for (const TensorInfo* t : by_offset) {
+      if (t->begin < covered)
+        fail(file, ": tensors '", previous->name, "' [", previous->begin, ", ", previous->end, ") and '", t->name,
+             "' [", t->begin, ", ", t->end, ") have overlapping data_offsets");
+      if (t->begin > covered)
+        fail(file, ": ", t->begin - covered, " unused bytes before tensor '", t->name, "' (data_offsets [", t->begin,
+             ", ", t->end, "]); the tensors must cover the data area without gaps");
+      covered = t->end;
+      previous = t;
+    }
+    if (covered != data_size)
+      fail(file, ": ", data_size - covered, " bytes after the last tensor's data (", data_size,
+           "-byte data area, tensors cover ", covered, "); truncated header or appended data?");
     for (std::size_t i = 0; i < tensors_.size(); ++i) index_[tensors_[i].name] = i;
   }
 
@@ -214,10 +240,20 @@ class SafetensorsFile {
     if (!dtype) fail(where, ": unknown dtype \"", entry["dtype"].get<std::string>(), "\"");
     info.dtype = *dtype;
     if (!entry.contains("shape") || !entry["shape"].is_array()) fail(where, ": missing or non-array \"shape\"");
+    // The byte count is computed with overflow checks: a shape like [2^32, 2^32 + 1] would otherwise wrap
+    // to a small product that matches a small byte range.
+    std::uint64_t bytes = dtype_size(info.dtype);
+    bool overflow = false;
     for (const auto& d : entry["shape"]) {
-      if (!d.is_number_integer() || d.get<std::int64_t>() < 0) fail(where, ": shape has a non-integer or negative entry");
-      info.shape.push_back(d.get<std::int64_t>());
+      if (!d.is_number_integer() || (!d.is_number_unsigned() && d.get<std::int64_t>() < 0))
+        fail(where, ": shape has a non-integer or negative entry (", d.dump(), ")");
+      const auto extent = json_integer<std::int64_t>(d, where + ": shape entry");
+      overflow = overflow || __builtin_mul_overflow(bytes, static_cast<std::uint64_t>(extent), &bytes);
+      info.shape.push_back(extent);
     }
+    if (overflow)
+      fail(where, ": shape ", shape_string(info.shape), " has more elements than any file can hold (the byte count ",
+           "overflows 64 bits)");
     const auto& offsets = entry.contains("data_offsets") ? entry["data_offsets"] : nlohmann::json();
     if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() ||
         !offsets[1].is_number_unsigned())
@@ -228,10 +264,9 @@ class SafetensorsFile {
     if (info.end > data_size)
       fail(where, ": data_offsets [", info.begin, ", ", info.end, "] run beyond the data area (", data_size,
            " bytes; truncated file?)");
-    const std::uint64_t expected = static_cast<std::uint64_t>(info.numel()) * dtype_size(info.dtype);
-    if (info.end - info.begin != expected)
+    if (info.end - info.begin != bytes)
       fail(where, ": data_offsets span ", info.end - info.begin, " bytes but ", dtype_name(info.dtype), " ",
-           shape_string(info.shape), " needs ", expected);
+           shape_string(info.shape), " needs ", bytes);
     return info;
   }
 
@@ -258,19 +293,24 @@ inline void write_safetensors(const std::filesystem::path& path, const std::map<
   if (!metadata.empty()) header["__metadata__"] = metadata;
   std::uint64_t offset = 0;
   for (const auto& [name, t] : tensors) {
+    std::uint64_t expected = dtype_size(t.dtype);
+    for (auto d : t.shape) {
+      require(d >= 0, path.string(), ": tensor '", name, "' has a negative extent in ", shape_string(t.shape));
+      expected *= static_cast<std::uint64_t>(d);
+    }
+    require(expected == t.bytes.size(), path.string(), ": tensor '", name, "' ", dtype_name(t.dtype), " ",
+            shape_string(t.shape), " needs ", expected, " bytes, got ", t.bytes.size());
     header[name] = {{"dtype", dtype_name(t.dtype)}, {"shape", t.shape}, {"data_offsets", {offset, offset + t.bytes.size()}}};
     offset += t.bytes.size();
   }
   std::string text = header.dump();
   while (text.size() % 8 != 0) text.push_back(' ');
-  std::ofstream out(path, std::ios::binary);
-  if (!out) fail(path.string(), ": cannot open for writing");
+  AtomicFileWriter out(path);  // a crash or a full disk leaves the previous file intact
   const std::uint64_t len = text.size();
-  out.write(reinterpret_cast<const char*>(&len), 8);
-  out.write(text.data(), static_cast<std::streamsize>(text.size()));
-  for (const auto& [name, t] : tensors)
-    out.write(reinterpret_cast<const char*>(t.bytes.data()), static_cast<std::streamsize>(t.bytes.size()));
-  if (!out) fail(path.string(), ": write failed");
+  out.write(&len, 8);
+  out.write(text);
+  for (const auto& [name, t] : tensors) out.write(t.bytes.data(), t.bytes.size());
+  out.commit();
 }
 
 /// Packs floating values as a TensorBytes of the matching dtype (F32 for float, F64 for double).

@@ -86,16 +86,24 @@ struct Batch {
     return b;
   }
 
-  /// Checks sizes agree; throws naming the field.
+  /// Checks sizes agree and that there is something to run; throws naming the field and the row. An empty
+  /// batch, an empty sequence or a row without a single real token has no output a task head could read
+  /// (the first token of BERT's pooler, the last real token of GPT-2's classifier), so each is refused.
   void validate() const {
-    require(batch_size >= 0 && length >= 0, "batch: negative size");
+    require(batch_size >= 0 && length >= 0, "batch: negative size (", batch_size, " x ", length, ")");
+    require(batch_size > 0, "batch: no sequences (batch size 0); give at least one input row");
+    require(length > 0, "batch: sequences of length 0; every row needs at least one token");
     require(input_ids.size() == static_cast<std::size_t>(tokens()), "batch: input_ids has ", input_ids.size(),
             " entries, expected B*L = ", tokens());
     require(attention_mask.empty() || attention_mask.size() == input_ids.size(), "batch: attention_mask has ",
             attention_mask.size(), " entries, expected ", input_ids.size());
     require(token_type_ids.empty() || token_type_ids.size() == input_ids.size(), "batch: token_type_ids has ",
             token_type_ids.size(), " entries, expected ", input_ids.size());
-    for (int m : attention_mask) require(m == 0 || m == 1, "batch: attention_mask values must be 0 or 1, got ", m);
+    for (std::size_t i = 0; i < attention_mask.size(); ++i)
+      require(attention_mask[i] == 0 || attention_mask[i] == 1, "batch: attention_mask values must be 0 or 1, got ",
+              attention_mask[i], " at [", i / static_cast<std::size_t>(length), "][", i % static_cast<std::size_t>(length), "]");
+    for (Index b = 0; b < batch_size; ++b)
+      require(valid_length(b) > 0, "batch: row ", b, " has no real token (attention_mask is all 0)");
   }
 };
 

@@ -12,7 +12,7 @@
 /// }
 /// @endcode
 
-#include <cmath>       // std::abs
+#include <cmath>       // std::abs, std::isfinite
 #include <filesystem>  // std::filesystem::path
 #include <limits>      // std::numeric_limits
 #include <map>         // std::map
@@ -26,6 +26,7 @@
 #include "../core/error.hpp"
 #include "../hooks/masking_policy.hpp"
 #include "../io/checkpoint.hpp"
+#include "../io/json.hpp"
 #include "batch.hpp"
 #include "transformer.hpp"
 
@@ -68,60 +69,116 @@ struct CaseFile {
   std::string architecture;  ///<  e.g. "BertModel"
   std::vector<Case> cases;  ///<  in file order
 
-  /// Reads and validates a cases file; errors name the file and the case.
+  /// Reads and checks a cases file; every error names the file, the case and the field.
   static CaseFile read(const std::filesystem::path& path) {
-    const auto json = read_json_file(path);
+    const auto json = read_json_file(path);  // strict: duplicate keys and deep nesting are refused
     const std::string file = path.string();
-    if (!json.is_object() || json.value("format", "") != "darkbert-golden-cases/1")
+    try {
+      return from_json(json, path);
+    } catch (const nlohmann::json::exception& e) {  // a field of the wrong type that a check below missed
+      fail(file, ": ", e.what());
+    }
+  }
+
+ private:
+  static std::string string_field(const nlohmann::json& j, const char* key, const std::string& where,
+                                  const std::string& fallback, bool required = false) {
+    if (!j.contains(key)) {
+      if (required) fail(where, ": missing \"", key, "\"");
+      return fallback;
+    }
+    if (!j[key].is_string()) fail(where, ": \"", key, "\" must be a string, got ", j[key].dump());
+    return j[key].get<std::string>();
+  }
+
+  // [[int]] with every value a true integer in int range: 63.9 or 2^32 + 63 is an error, not 63.
+  static std::vector<std::vector<int>> int_rows(const nlohmann::json& j, const std::string& where) {
+    if (!j.is_array()) fail(where, " must be an array of rows, got ", j.type_name());
+    std::vector<std::vector<int>> rows;
+    for (std::size_t r = 0; r < j.size(); ++r) {
+      if (!j[r].is_array()) fail(where, "[", r, "] must be an array of integers, got ", j[r].type_name());
+      std::vector<int> row;
+      for (std::size_t i = 0; i < j[r].size(); ++i)
+        row.push_back(json_integer<int>(j[r][i], where + "[" + std::to_string(r) + "][" + std::to_string(i) + "]"));
+      rows.push_back(std::move(row));
+    }
+    return rows;
+  }
+
+  static CaseFile from_json(const nlohmann::json& json, const std::filesystem::path& path) {
+    const std::string file = path.string();
+    if (!json.is_object() || !json.contains("format") || json["format"] != "darkbert-golden-cases/1")
       fail(file, ": not a darkbert-golden-cases/1 file (\"format\" field missing or different)");
     // Relative paths inside the file are relative to the folder above cases/ (the golden root).
     const auto root = path.parent_path().parent_path();
     CaseFile cf;
     cf.path = path;
-    cf.model_dir = root / json.at("model").get<std::string>();
-    cf.family = json.value("family", "");
-    cf.architecture = json.value("architecture", "");
+    cf.model_dir = root / string_field(json, "model", file, "", true);
+    cf.family = string_field(json, "family", file, "");
+    cf.architecture = string_field(json, "architecture", file, "");
     if (!json.contains("cases") || !json["cases"].is_array()) fail(file, ": no \"cases\" array");
+    std::map<std::filesystem::path, std::string> written;  // output file name -> "case/output" using it
     for (std::size_t k = 0; k < json["cases"].size(); ++k) {
       const auto& c = json["cases"][k];
-      const std::string where = file + ": case " + std::to_string(k);
+      std::string where = file + ": case " + std::to_string(k);
+      if (!c.is_object()) fail(where, ": not an object");
       Case out;
       out.raw = c;
-      out.name = c.value("name", "case" + std::to_string(k));
-      try {
-        const auto ids = c.at("input_ids").get<std::vector<std::vector<int>>>();
-        const auto mask = c.contains("attention_mask") ? c["attention_mask"].get<std::vector<std::vector<int>>>()
-                                                       : std::vector<std::vector<int>>{};
-        const auto types = c.contains("token_type_ids") && !c["token_type_ids"].is_null()
-                               ? c["token_type_ids"].get<std::vector<std::vector<int>>>()
-                               : std::vector<std::vector<int>>{};
-        out.batch.batch_size = static_cast<Index>(ids.size());
-        out.batch.length = ids.empty() ? 0 : static_cast<Index>(ids[0].size());
-        auto flatten = [&](const std::vector<std::vector<int>>& rows, const char* field) {
-          std::vector<int> flat;
-          if (rows.size() != ids.size()) fail(where, ": \"", field, "\" has ", rows.size(), " rows, input_ids ", ids.size());
-          for (const auto& r : rows) {
-            if (static_cast<Index>(r.size()) != out.batch.length) fail(where, ": \"", field, "\" rows differ in length");
-            flat.insert(flat.end(), r.begin(), r.end());
-          }
-          return flat;
-        };
-        out.batch.input_ids = flatten(ids, "input_ids");
-        if (!mask.empty()) out.batch.attention_mask = flatten(mask, "attention_mask");
-        if (!types.empty()) out.batch.token_type_ids = flatten(types, "token_type_ids");
-        if (c.contains("disable"))
-          for (const auto& d : c["disable"]) {
-            DisabledHead dh;
-            dh.head.layer = d.at("layer").get<int>();
-            dh.head.head = d.at("head").is_string() && d["head"] == "all" ? all_heads : d.at("head").get<int>();
-            dh.policy = d.value("policy", "uniform");
-            if (dh.policy != "uniform") fail(where, ": unknown disable policy \"", dh.policy, "\"");
-            out.disable.push_back(dh);
-          }
-        if (c.contains("outputs"))
-          for (const auto& [name, rel] : c["outputs"].items()) out.outputs[name] = root / rel.get<std::string>();
-      } catch (const nlohmann::json::exception& e) {
-        fail(where, " (", out.name, "): ", e.what());
+      out.name = string_field(c, "name", where, "case" + std::to_string(k));
+      where += " (" + out.name + ")";
+      if (!c.contains("input_ids")) fail(where, ": missing \"input_ids\"");
+      const auto ids = int_rows(c["input_ids"], where + ": input_ids");
+      const auto mask = c.contains("attention_mask") ? int_rows(c["attention_mask"], where + ": attention_mask")
+                                                     : std::vector<std::vector<int>>{};
+      const auto types = c.contains("token_type_ids") && !c["token_type_ids"].is_null()
+                             ? int_rows(c["token_type_ids"], where + ": token_type_ids")
+                             : std::vector<std::vector<int>>{};
+      out.batch.batch_size = static_cast<Index>(ids.size());
+      out.batch.length = ids.empty() ? 0 : static_cast<Index>(ids[0].size());
+      auto flatten = [&](const std::vector<std::vector<int>>& rows, const char* field) {
+        std::vector<int> flat;
+        if (rows.size() != ids.size()) fail(where, ": \"", field, "\" has ", rows.size(), " rows, input_ids ", ids.size());
+        for (std::size_t r = 0; r < rows.size(); ++r) {
+          if (static_cast<Index>(rows[r].size()) != out.batch.length)
+            fail(where, ": \"", field, "\" row ", r, " has ", rows[r].size(), " entries, row 0 of input_ids ",
+                 out.batch.length, " (rows must be padded to one length)");
+          flat.insert(flat.end(), rows[r].begin(), rows[r].end());
+        }
+        return flat;
+      };
+      out.batch.input_ids = flatten(ids, "input_ids");
+      if (!mask.empty()) out.batch.attention_mask = flatten(mask, "attention_mask");
+      if (!types.empty()) out.batch.token_type_ids = flatten(types, "token_type_ids");
+      if (c.contains("disable")) {
+        if (!c["disable"].is_array()) fail(where, ": \"disable\" must be an array");
+        for (std::size_t d = 0; d < c["disable"].size(); ++d) {
+          const auto& entry = c["disable"][d];
+          const std::string at = where + ": disable[" + std::to_string(d) + "]";
+          if (!entry.is_object() || !entry.contains("layer") || !entry.contains("head"))
+            fail(at, " must be {\"layer\": int, \"head\": int or \"all\"}");
+          DisabledHead dh;
+          dh.head.layer = json_integer<int>(entry["layer"], at + ".layer");
+          dh.head.head = entry["head"] == "all" ? all_heads : json_integer<int>(entry["head"], at + ".head");
+          dh.policy = string_field(entry, "policy", at, "uniform");
+          if (dh.policy != "uniform") fail(at, ": unknown disable policy \"", dh.policy, "\"");
+          out.disable.push_back(dh);
+        }
+      }
+      if (c.contains("outputs")) {
+        if (!c["outputs"].is_object()) fail(where, ": \"outputs\" must be an object {name: file}");
+        for (const auto& [name, rel] : c["outputs"].items()) {
+          if (!rel.is_string()) fail(where, ": output '", name, "' must name a file, got ", rel.dump());
+          const std::filesystem::path expected = root / rel.get<std::string>();
+          // A runner writes each output flat under this base name, so it must be a plain, unique file name.
+          const auto base = expected.filename();
+          if (base.empty() || base == "." || base == "..")
+            fail(where, ": output '", name, "' file \"", rel.get<std::string>(), "\" has no file name");
+          const auto [it, fresh] = written.emplace(base, out.name + "/" + name);
+          if (!fresh)
+            fail(where, ": output '", name, "' has the same file name ", base.string(), " as ", it->second,
+                 " (outputs are written flat under their base names)");
+          out.outputs[name] = expected;
+        }
       }
       cf.cases.push_back(std::move(out));
     }
@@ -142,6 +199,67 @@ double max_relative_error(const Got& got, const Expected& expected) {
     worst = std::max(worst, std::abs(static_cast<double>(got.data()[i]) - e) / (1 + std::abs(e)));
   }
   return worst;
+}
+
+namespace detail {
+
+/// The checkpoint tensor of a family's masked-LM head (what TaskHeads::detect looks for).
+inline const char* masked_lm_tensor(Family f) {
+  switch (f) {
+    case Family::roberta: return "lm_head.dense.weight";
+    case Family::distilbert: return "vocab_transform.weight";
+    case Family::gpt2: return "lm_head (GPT-2 has no masked-LM head)";
+    case Family::bert: break;
+  }
+  return "cls.predictions.transform.dense.weight";
+}
+
+}  // namespace detail
+
+/// Refuses, before any forward pass, a cases file that names an output this model cannot produce, naming
+/// the case, the output and the tensor the checkpoint lacks; a runner calls it before writing anything, so
+/// a missing pooler does not surface after other outputs were already written.
+///   darkbert::require_outputs(cases, model, model_dir);
+template <class T>
+void require_outputs(const CaseFile& file, const Transformer<T>& model, const std::filesystem::path& model_dir) {
+  const TaskHeads heads = model.task_heads();
+  const Family family = model.config().family;
+  const bool lm = heads.masked_lm || heads.causal_lm;
+  for (const auto& c : file.cases)
+    for (const auto& [name, expected] : c.outputs) {
+      const char* missing = nullptr;
+      if (name == "embeddings" || name == "hidden_states" || name == "attentions" || name == "last_hidden_state") {
+        continue;  ///< every model computes these
+      } else if (name == "pooled") {
+        if (!heads.pooler) missing = "pooler.dense.weight";
+      } else if (name == "nsp_logits") {
+        if (!heads.next_sentence) missing = "cls.seq_relationship.weight";
+      } else if (name == "mlm_logits") {
+        if (!lm) missing = detail::masked_lm_tensor(family);
+      } else if (name == "logits") {
+        if (!lm && heads.classifier_labels == 0)
+          missing = family == Family::gpt2 ? "score.weight" : "classifier.weight (or a masked-LM head)";
+      } else {
+        fail(file.path.string(), ": case '", c.name, "': unknown output name '", name,
+             "' (known: embeddings, hidden_states, attentions, last_hidden_state, pooled, logits, mlm_logits, "
+             "nsp_logits)");
+      }
+      if (missing)
+        fail(file.path.string(), ": case '", c.name, "' asks for output '", name, "', which needs the tensor '",
+             missing, "', and the checkpoint ", model_dir.string(), " has none");
+    }
+}
+
+/// Refuses an output holding NaN or infinity, naming the case, the output and the element: finite weights
+/// can still overflow the computation type (a weight near FLT_MAX), and a runner must not write such an
+/// output and exit 0.
+///   darkbert::require_finite_output(value, "forward", "hidden_states");
+template <class E>
+void require_finite_output(const E& value, const std::string& case_name, const std::string& output) {
+  for (std::size_t i = 0; i < value.size(); ++i)
+    if (!std::isfinite(static_cast<double>(value.data()[i])))
+      fail("case '", case_name, "': output '", output, "' holds the non-finite value ", value.data()[i],
+           " at flat index ", i, " (the weights overflow the computation type)");
 }
 
 /// An output of a forward pass by its cases-file name: embeddings, hidden_states, attentions,

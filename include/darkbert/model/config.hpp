@@ -9,16 +9,20 @@
 /// config.hidden_size;  // 768
 /// @endcode
 
+#include <cmath>       // std::isfinite
+#include <cstdint>     // std::uint64_t
 #include <filesystem>  // std::filesystem::path
 #include <utility>     // std::pair
 #include <string>      // std::string
+#include <type_traits> // std::is_same_v
 #include <vector>      // std::vector
 
 #include <nlohmann/json.hpp>
 
 #include "../core/error.hpp"
-#include "../io/checkpoint.hpp"  // read_json_file
-#include "ops/activation.hpp"  // Activation
+#include "../io/checkpoint.hpp"  // CheckpointFolder
+#include "../io/json.hpp"        // read_json_file, json_integer
+#include "ops/activation.hpp"    // Activation
 
 namespace darkbert {
 
@@ -113,45 +117,100 @@ struct ModelConfig {
   static ModelConfig from_json(const nlohmann::json& j, const std::string& source = "config.json");
   /// The Hugging Face config.json of this model (what from_json reads back).
   nlohmann::json to_json() const;
-  /// Reads a config.json file.
-  static ModelConfig from_json_file(const std::filesystem::path& path) {
+  static ModelConfig from_json_file(const std::filesystem::path& path) {  // strict parse (io/json.hpp)
     return from_json(read_json_file(path), path.string());
   }
 
-  /// Throws naming `source` and the field when a size is not positive or the shapes disagree.
+  /// Sizes a config.json may ask for. They are far above every released model of these families (the
+  /// largest vocabularies are ~250k, the deepest stacks 48 layers) and exist so that a corrupt or hostile
+  /// file is refused by name before anything is allocated, instead of allocating until bad_alloc.
+  static constexpr int max_vocab_size = 1 << 24;
+  static constexpr int max_hidden_size = 1 << 16;
+  static constexpr int max_layers = 1 << 12;
+  static constexpr int max_intermediate_size = 1 << 20;
+  static constexpr int max_position_count = 1 << 20;
+  static constexpr int max_type_vocab_size = 1 << 16;
+  static constexpr int max_labels = 1 << 20;
+  static constexpr std::uint64_t max_parameters = 1ull << 35;  ///< 34 billion: 137 GB of float32
+
+  /// Parameters of the base model (embeddings, blocks, their LayerNorms); task heads add more, and load()
+  /// checks the exact shapes. Computed without overflow for any config within the per-field limits above.
+  std::uint64_t parameter_count() const {
+    const std::uint64_t H = static_cast<std::uint64_t>(hidden_size), I = static_cast<std::uint64_t>(intermediate_size);
+    const std::uint64_t per_layer = 4 * H * H + 2 * H * I + 9 * H + I;  ///< qkv, out, two FFN, biases, 2 LNs
+    const std::uint64_t embeddings = (static_cast<std::uint64_t>(vocab_size) + static_cast<std::uint64_t>(max_positions) +
+                                      static_cast<std::uint64_t>(type_vocab_size) + 2) * H;
+    return embeddings + static_cast<std::uint64_t>(num_layers) * per_layer;
+  }
+
   void validate(const std::string& source) const {
-    auto positive = [&](int value, const char* name) {
+    auto in_range = [&](int value, int most, const char* name) {
       if (value <= 0) fail(source, ": ", name, " must be positive, got ", value);
+      if (value > most) fail(source, ": ", name, " ", value, " exceeds darkbert's limit of ", most, " (corrupt config?)");
     };
-    positive(vocab_size, "vocab_size");
-    positive(hidden_size, "hidden size");
-    positive(num_layers, "number of layers");
-    positive(num_heads, "number of attention heads");
-    positive(intermediate_size, "intermediate (FFN) size");
-    positive(max_positions, "max_position_embeddings");
+    in_range(vocab_size, max_vocab_size, "vocab_size");
+    in_range(hidden_size, max_hidden_size, "hidden size");
+    in_range(num_layers, max_layers, "number of layers");
+    in_range(num_heads, max_hidden_size, "number of attention heads");
+    in_range(intermediate_size, max_intermediate_size, "intermediate (FFN) size");
+    in_range(max_positions, max_position_count, "max_position_embeddings");
+    if (type_vocab_size < 0 || type_vocab_size > max_type_vocab_size)
+      fail(source, ": type_vocab_size ", type_vocab_size, " outside [0, ", max_type_vocab_size, "]");
+    if (labels.size() > static_cast<std::size_t>(max_labels))
+      fail(source, ": ", labels.size(), " labels exceed darkbert's limit of ", max_labels);
     if (hidden_size % num_heads != 0)
       fail(source, ": hidden size ", hidden_size, " is not divisible by the ", num_heads, " attention heads");
-    if (!(layer_norm_eps > 0)) fail(source, ": layer norm epsilon must be positive");
+    if (!(layer_norm_eps > 0) || !std::isfinite(layer_norm_eps))
+      fail(source, ": layer norm epsilon must be positive and finite, got ", layer_norm_eps);
+    // RoBERTa numbers positions from pad_token_id: padding takes row pad_token_id of the position table.
+    if (family == Family::roberta && (pad_token_id < 0 || pad_token_id >= max_positions))
+      fail(source, ": RoBERTa's pad_token_id ", pad_token_id, " must index the position table [0, ", max_positions, ")");
+    if (pad_token_id < -1) fail(source, ": pad_token_id ", pad_token_id, " is negative (use null for none)");
     for (const auto& [p, name] : {std::pair{embedding_dropout, "embedding dropout"}, {attention_dropout, "attention dropout"},
                                   {hidden_dropout, "hidden dropout"}, {classifier_dropout, "classifier dropout"}})
       if (!(p >= 0 && p < 1)) fail(source, ": ", name, " probability must lie in [0, 1), got ", p);
     if (max_sequence_length() <= 0)
       fail(source, ": max_position_embeddings ", max_positions, " leaves no room after the position offset");
+    if (parameter_count() > max_parameters)
+      fail(source, ": the config describes ", parameter_count(), " parameters, more than darkbert's limit of ",
+           max_parameters, " (corrupt config?)");
+  }
+
+  // Refuses, before anything is allocated, a config that asks for more parameters than the checkpoint
+  // folder stores values: every parameter must be read from the folder (tied decoders add no
+  // parameters), so such a pair can only fail later, after allocating what the config asks for.
+  void require_fits(const CheckpointFolder& checkpoint, const std::string& source) const {
+    const std::uint64_t stored = checkpoint.stored_elements();
+    if (parameter_count() > stored)
+      fail(source, ": the config describes ", parameter_count(), " parameters (", family_name(family), ", ", num_layers,
+           " layers, hidden ", hidden_size, ", intermediate ", intermediate_size, ", vocab ", vocab_size, ") but ",
+           checkpoint.directory().string(), " stores only ", stored, " values; config.json does not match the weights");
   }
 };
 
 namespace detail {
 
+// A config field of type V (int, double, bool or std::string), strictly: no bool -> int, 2.9 -> 2 or
+// 2^32 + 2 -> 2 coercions (json_integer); null or absent gives the fallback unless required.
 template <class V>
 V json_get(const nlohmann::json& j, const char* key, const std::string& source, V fallback, bool required) {
   if (!j.contains(key) || j[key].is_null()) {
     if (required) fail(source, ": missing required field \"", key, "\"");
     return fallback;
   }
-  try {
-    return j[key].get<V>();
-  } catch (const nlohmann::json::exception&) {
-    fail(source, ": field \"", key, "\" has the wrong type (", j[key].dump(), ")");
+  const auto& v = j[key];
+  const std::string where = source + ": field \"" + key + "\"";
+  if constexpr (std::is_same_v<V, int>) {
+    return json_integer<int>(v, where);
+  } else if constexpr (std::is_same_v<V, double>) {
+    if (!v.is_number()) fail(where, " must be a number, got ", v.dump());
+    return v.get<double>();
+  } else if constexpr (std::is_same_v<V, bool>) {
+    if (!v.is_boolean()) fail(where, " must be true or false, got ", v.dump());
+    return v.get<bool>();
+  } else {
+    if (!v.is_string()) fail(where, " must be a string, got ", v.dump());
+    return v.get<std::string>();
   }
 }
 
@@ -212,7 +271,8 @@ inline ModelConfig ModelConfig::from_json(const nlohmann::json& j, const std::st
     c.hidden_size = json_get<int>(j, "n_embd", source, 768, false);
     c.num_layers = json_get<int>(j, "n_layer", source, 12, false);
     c.num_heads = json_get<int>(j, "n_head", source, 12, false);
-    c.intermediate_size = json_get<int>(j, "n_inner", source, 4 * c.hidden_size, false);
+    c.intermediate_size = json_get<int>(j, "n_inner", source,
+                                          c.hidden_size <= ModelConfig::max_hidden_size ? 4 * c.hidden_size : 0, false);
     c.max_positions = json_get<int>(j, "n_positions", source, 1024, false);
     c.layer_norm_eps = json_get<double>(j, "layer_norm_epsilon", source, 1e-5, false);
     c.activation =
@@ -235,19 +295,26 @@ inline ModelConfig ModelConfig::from_json(const nlohmann::json& j, const std::st
 
   if (j.contains("id2label") && j["id2label"].is_object()) {
     const auto& id2label = j["id2label"];
+    if (id2label.size() > static_cast<std::size_t>(ModelConfig::max_labels))
+      fail(source, ": id2label has ", id2label.size(), " labels, more than darkbert's limit of ", ModelConfig::max_labels);
     c.labels.resize(id2label.size());
+    std::vector<bool> seen(id2label.size(), false);
     for (const auto& [key, value] : id2label.items()) {
+      // Strictly a decimal integer: stoul would also take " 1", "+1" and "1x".
       std::size_t id = 0;
-      try {
-        id = std::stoul(key);
-      } catch (const std::exception&) {
-        fail(source, ": id2label key \"", key, "\" is not an integer");
-      }
-      if (id >= c.labels.size()) fail(source, ": id2label ids are not 0..", c.labels.size() - 1);
+      bool ok = !key.empty() && key.size() <= 9 && (key == "0" || key[0] != '0');
+      for (char ch : key) ok = ok && ch >= '0' && ch <= '9';
+      if (ok) id = std::stoul(key);
+      if (!ok) fail(source, ": id2label key \"", key, "\" is not a label id");
+      if (id >= c.labels.size()) fail(source, ": id2label ids are not 0..", c.labels.size() - 1, " (has ", id, ")");
+      if (seen[id]) fail(source, ": id2label gives id ", id, " twice");
+      seen[id] = true;
       c.labels[id] = value.is_string() ? value.get<std::string>() : value.dump();
     }
   } else if (j.contains("num_labels")) {
     const int n = json_get<int>(j, "num_labels", source, 2, false);
+    if (n < 0 || n > ModelConfig::max_labels)
+      fail(source, ": num_labels ", n, " outside [0, ", ModelConfig::max_labels, "]");
     for (int i = 0; i < n; ++i) c.labels.push_back("LABEL_" + std::to_string(i));
   }
   c.problem_type = json_get<std::string>(j, "problem_type", source, "", false);

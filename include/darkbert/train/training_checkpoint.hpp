@@ -23,13 +23,13 @@
 #include <unistd.h>  // ::fsync, ::close
 
 #include <filesystem>  // std::filesystem
-#include <fstream>     // std::ofstream
 #include <optional>    // std::optional
 #include <string>      // std::string
 #include <utility>     // std::pair
 
 #include <nlohmann/json.hpp>
 
+#include "../core/atomic_file.hpp"  // write_file_atomically
 #include "../core/error.hpp"
 #include "../io/checkpoint.hpp"  // read_json_file
 #include "../io/safetensors.hpp"
@@ -74,11 +74,7 @@ void save_training_checkpoint(const std::filesystem::path& dir, const Transforme
                     {{"exp_avg", tensor_bytes(optimizer.first_moments().data(), {static_cast<std::int64_t>(optimizer.first_moments().size())})},
                      {"exp_avg_sq", tensor_bytes(optimizer.second_moments().data(), {static_cast<std::int64_t>(optimizer.second_moments().size())})}},
                     {{"format", "darkbert"}, {"optimizer", "AdamW"}, {"steps", std::to_string(optimizer.steps())}});
-  {
-    std::ofstream out(tmp / "state.json");
-    out << state.dump(2) << "\n";
-    if (!out.flush()) fail((tmp / "state.json").string(), ": write failed");
-  }
+  write_file_atomically(tmp / "state.json", state.dump(2) + "\n");
   for (const auto& entry : fs::directory_iterator(tmp)) detail::sync_path(entry.path());
   detail::sync_path(tmp);
   if (fs::exists(dir)) {

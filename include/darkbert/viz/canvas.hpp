@@ -18,13 +18,13 @@
 #include <cstdio>       // std::snprintf
 #include <cstring>      // std::strerror
 #include <filesystem>   // std::filesystem::path
-#include <fstream>      // std::ofstream
 #include <memory>       // std::unique_ptr
 #include <new>          // std::bad_alloc
 #include <string>       // std::string
 #include <string_view>  // std::string_view
 #include <vector>       // std::vector
 
+#include "darkbert/core/atomic_file.hpp"
 #include "darkbert/core/error.hpp"
 #include "darkbert/viz/colormap.hpp"
 
@@ -201,14 +201,10 @@ inline std::uint32_t pixel(RgbColor c) {
   return (byte(c.r) << 16) | (byte(c.g) << 8) | byte(c.b);
 }
 
-/// Writes `bytes` to `path`, replacing it; the error names the path and the reason.
+/// Writes `bytes` to `path`, replacing it crash-safely (core/atomic_file.hpp); the error names the path
+/// and the reason.
 inline void write_file(const std::filesystem::path& path, const std::string& bytes) {
-  errno = 0;
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) fail(path.string(), ": cannot open for writing (", errno ? std::strerror(errno) : "unknown error", ")");
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  out.close();
-  if (!out) fail(path.string(), ": write failed (", errno ? std::strerror(errno) : "unknown error", ")");
+  write_file_atomically(path, bytes);
 }
 
 /// One figure being drawn. Draw, then finish() to get the file's bytes.

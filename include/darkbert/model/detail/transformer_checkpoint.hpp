@@ -4,13 +4,13 @@
 // there); not meant to be included on its own.
 
 #include <filesystem>  // std::filesystem::path
-#include <fstream>     // std::ofstream
 #include <map>         // std::map
 #include <random>      // std::mt19937_64, std::normal_distribution
 #include <set>         // std::set
 #include <string>      // std::string
 #include <vector>      // std::vector
 
+#include "../../core/atomic_file.hpp"  // write_file_atomically
 #include "../../io/checkpoint.hpp"
 #include "../../io/safetensors.hpp"
 #include "../parameter_names.hpp"
@@ -93,6 +93,8 @@ Transformer<T> Transformer<T>::load(const std::filesystem::path& dir) {
   if (!std::filesystem::exists(config_path)) fail(dir.string(), ": no config.json");
   ModelConfig config = ModelConfig::from_json_file(config_path);
   CheckpointFolder ckpt(dir);
+  // Before allocating: a config asking for more parameters than the folder stores cannot load.
+  config.require_fits(ckpt, config_path.string());
   const auto names = detail::canonical_names(ckpt, config.family);
   const TaskHeads spec = TaskHeads::detect(names, config, ckpt);
   if (spec.classifier_labels > 0 && config.labels.empty())
@@ -162,10 +164,7 @@ template <class T>
 void Transformer<T>::save(const std::filesystem::path& dir) const {
   std::filesystem::create_directories(dir);
   write_safetensors(dir / "model.safetensors", checkpoint_tensors(params_, config_));
-  std::ofstream out(dir / "config.json");
-  if (!out) fail((dir / "config.json").string(), ": cannot open for writing");
-  out << config_.to_json().dump(2) << "\n";
-  if (!out.flush()) fail((dir / "config.json").string(), ": write failed");
+  write_file_atomically(dir / "config.json", config_.to_json().dump(2) + "\n");
 }
 
 template <class T>
