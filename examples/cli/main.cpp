@@ -5,11 +5,13 @@
 #include <iostream>   // std::cerr
 
 #include "commands.hpp"
+#include "darkbert/core/allocator_policy.hpp"
 #include "darkbert/core/blas_kernel.hpp"
 
 
 int main(int argc, char** argv) {
   darkbert::restart_with_fast_blas_kernel(argv);  // AVX-512 GEMM kernels where OpenBLAS misdetects the CPU
+  darkbert::reuse_freed_memory();                 // training steps reuse their large buffers
   CLI::App app{"darkbert: exact transformer forward passes, hooks and attention analysis"};
   app.require_subcommand(1);
   darkbert::cli::add_run_command(app);

@@ -4,6 +4,7 @@
 
 #include "version.hpp"
 
+#include "core/allocator_policy.hpp"
 #include "core/blas_kernel.hpp"
 #include "core/error.hpp"
 #include "core/matrix.hpp"
