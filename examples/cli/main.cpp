@@ -9,12 +9,14 @@
 #include <string>     // std::string
 
 #include "commands.hpp"
+#include "darkbert/core/allocator_policy.hpp"
 #include "darkbert/core/blas_kernel.hpp"
 #include "darkbert/core/kernel_dispatch.hpp"
 #include "darkbert/version.hpp"
 
 int main(int argc, char** argv) {
   darkbert::restart_with_fast_blas_kernel(argv);  // AVX-512 GEMM kernels where OpenBLAS misdetects the CPU
+  darkbert::reuse_freed_memory();                 // training steps reuse their large buffers
   CLI::App app{"darkbert: exact transformer forward passes, hooks and attention analysis"};
   // The kernel line tells which product code this process runs (DARKBERT_KERNEL=blas forces BLAS).
   app.set_version_flag("--version", [] {

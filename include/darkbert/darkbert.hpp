@@ -5,6 +5,7 @@
 
 #include "version.hpp"
 
+#include "core/allocator_policy.hpp"
 #include "core/blas_kernel.hpp"
 #include "core/kernel_dispatch.hpp"
 #include "core/error.hpp"
