@@ -188,6 +188,6 @@ TEST_CASE("attention grid errors name the path and the problem") {
         path + ": title: '\xE2\x82' is not valid UTF-8 (bad byte at offset 0)");
   const auto missing = dir / "missing" / "g.svg";
   CHECK(message_of([&] { darkbert::write_attention_grid(missing, 1, 1, 4, 4, data.data()); }) ==
-        missing.string() + ": cannot open for writing (No such file or directory)");
+        missing.string() + ": cannot open for writing: No such file or directory");
   CHECK_FALSE(std::filesystem::exists(path));
 }

@@ -122,5 +122,5 @@ TEST_CASE("canvas and write_file errors name the file") {
   const auto dir = darkbert::test::scratch_dir("viz_canvas_errors");
   const auto missing = dir / "no_such_dir" / "f.png";
   CHECK(message_of([&] { viz::write_file(missing, "x"); }) ==
-        missing.string() + ": cannot open for writing (No such file or directory)");
+        missing.string() + ": cannot open for writing: No such file or directory");
 }

@@ -344,6 +344,6 @@ TEST_CASE("heatmap errors name the path and the problem") {
         (dir / "e.jpeg").string() + ": unknown figure format '.jpeg' (the file name must end in .png, .svg or .pdf)");
   const auto missing = dir / "missing" / "e.svg";
   CHECK(message_of([&] { darkbert::write_heatmap(missing, m); }) ==
-        missing.string() + ": cannot open for writing (No such file or directory)");
+        missing.string() + ": cannot open for writing: No such file or directory");
   CHECK_FALSE(std::filesystem::exists(path));  // nothing written on error
 }

@@ -164,7 +164,7 @@ inline void run_annotate(const AnnotateOptions& o) {
     bool has_text = true;
     for (const auto& s : input) has_text = has_text && !s.text.empty();
     if (has_text) report["raw_text"] = detail::scores_json(evaluate_annotator_raw(annotator, input, o.input));
-    std::cout << report.dump(2) << std::endl;
+    std::cout << report.dump(2) << "\n";  // flushed, and checked, by main
   }
 }
 

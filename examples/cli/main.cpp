@@ -1,6 +1,8 @@
 // darkbert — the command line. Each subcommand lives in its own cmd_<name>.cpp next to this file.
 #include <CLI/CLI.hpp>
 
+#include <unistd.h>  // isatty, STDOUT_FILENO
+
 #include <cerrno>     // errno
 #include <cstdio>     // std::fflush, std::ferror, stdout
 #include <cstring>    // std::strerror
@@ -17,6 +19,10 @@
 int main(int argc, char** argv) {
   darkbert::restart_with_fast_blas_kernel(argv);  // AVX-512 GEMM kernels where OpenBLAS misdetects the CPU
   darkbert::reuse_freed_memory();                 // training steps reuse their large buffers
+  // Standard output to a file or pipe is fully buffered anyway; a 1 MiB buffer makes the final flush
+  // below the one write that can fail, so its errno names the reason (a full disk, a closed pipe).
+  static char stdout_buffer[1 << 20];
+  if (!::isatty(STDOUT_FILENO)) std::setvbuf(stdout, stdout_buffer, _IOFBF, sizeof stdout_buffer);
   CLI::App app{"darkbert: exact transformer forward passes, hooks and attention analysis"};
   // The kernel line tells which product code this process runs (DARKBERT_KERNEL=blas forces BLAS).
   app.set_version_flag("--version", [] {

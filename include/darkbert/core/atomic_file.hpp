@@ -33,8 +33,11 @@
 
 namespace darkbert {
 
+/// Streams bytes to a temporary file beside `target` and renames it over the target on commit() (see the
+/// file comment); without commit() the destructor removes the temporary file.
 class AtomicFileWriter {
  public:
+  /// Opens the temporary file (or, for a device or FIFO, the target itself); errors name the target.
   explicit AtomicFileWriter(std::filesystem::path target) : target_(std::move(target)) {
     struct stat st {};
     if (::stat(target_.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
@@ -50,16 +53,19 @@ class AtomicFileWriter {
     temp_ = dir / ("." + target_.filename().string() + ".tmp-" + std::to_string(::getpid()) + "-" +
                    std::to_string(counter.fetch_add(1)));
     fd_ = open_retrying(temp_, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd_ < 0) fail(target_.string(), ": cannot create temporary file ", temp_.string(), ": ", std::strerror(errno));
+    // Named by the target: the temporary file sits beside it, so the reason (no such folder, read-only,
+    // no permission) is the target's.
+    if (fd_ < 0) fail(target_.string(), ": cannot open for writing: ", std::strerror(errno));
   }
   AtomicFileWriter(const AtomicFileWriter&) = delete;
   AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
   ~AtomicFileWriter() { abandon(); }
 
+  /// The file this writer replaces.
   const std::filesystem::path& target() const { return target_; }
 
-  // Appends bytes (small writes are gathered in a 64 KiB buffer); throws naming the target on any error
-  // (ENOSPC, EIO, ...), here or at the latest in commit().
+  /// Appends bytes (small writes are gathered in a 64 KiB buffer); throws naming the target on any error
+  /// (ENOSPC, EIO, ...), here or at the latest in commit().
   void write(const void* data, std::size_t size) {
     require(fd_ >= 0, target_.string(), ": write after commit or failure");
     if (buffer_.size() + size <= buffer_bytes) {
@@ -70,9 +76,10 @@ class AtomicFileWriter {
     if (size < buffer_bytes) buffer_.append(static_cast<const char*>(data), size);
     else write_all(data, size);
   }
+  /// Appends a string's bytes.
   void write(std::string_view bytes) { write(bytes.data(), bytes.size()); }
 
-  // Makes the new content durable and visible under the target name.
+  /// Makes the new content durable and visible under the target name.
   void commit() {
     require(fd_ >= 0, target_.string(), ": commit after commit or failure");
     flush_buffer();

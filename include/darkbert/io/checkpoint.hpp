@@ -47,6 +47,7 @@ inline std::filesystem::path confined_shard_path(const std::filesystem::path& di
 
 }  // namespace detail
 
+/// The tensors of a checkpoint folder, single-file or sharded, looked up by name (example at the top).
 class CheckpointFolder {
  public:
   /// Opens `dir`: model.safetensors, else the shards listed in model.safetensors.index.json; throws naming
@@ -111,8 +112,8 @@ class CheckpointFolder {
     file_of(name).template read_as<T>(name, out, non_finite);
   }
 
-  // Number of values stored over all tensors: an upper bound on what a model built from this folder can
-  // read, used to refuse a config.json that asks for more before allocating it.
+  /// Number of values stored over all tensors: an upper bound on what a model built from this folder can
+  /// read, used to refuse a config.json that asks for more before allocating it.
   std::uint64_t stored_elements() const {
     std::uint64_t n = 0;
     for (const auto& [name, file] : where_) n += static_cast<std::uint64_t>(files_[file]->tensor(name).numel());

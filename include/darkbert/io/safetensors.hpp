@@ -150,10 +150,11 @@ class SafetensorsFile {
   /// Raw little-endian bytes of a tensor (size = end - begin).
   const unsigned char* raw(const TensorInfo& info) const { return data_start_ + info.begin; }
 
+  /// What read_as does with a NaN or infinite value: refuse it (the default) or pass it on.
+  enum class NonFinite { reject, allow };
   /// Converts a floating tensor to T, writing numel() values to `out`. A NaN or infinite value is an error
   /// naming the tensor and the element (a checkpoint holding one would turn every output into NaN); pass
   /// NonFinite::allow to read such tensors anyway.
-  enum class NonFinite { reject, allow };
   template <class T>
   void read_as(const std::string& name, T* out, NonFinite non_finite = NonFinite::reject) const {
     const TensorInfo& info = tensor(name);

@@ -229,7 +229,7 @@ void require_outputs(const CaseFile& file, const Transformer<T>& model, const st
     for (const auto& [name, expected] : c.outputs) {
       const char* missing = nullptr;
       if (name == "embeddings" || name == "hidden_states" || name == "attentions" || name == "last_hidden_state") {
-        continue;  ///< every model computes these
+        continue;  // every model computes these
       } else if (name == "pooled") {
         if (!heads.pooler) missing = "pooler.dense.weight";
       } else if (name == "nsp_logits") {

@@ -117,13 +117,17 @@ struct ModelConfig {
   static ModelConfig from_json(const nlohmann::json& j, const std::string& source = "config.json");
   /// The Hugging Face config.json of this model (what from_json reads back).
   nlohmann::json to_json() const;
-  static ModelConfig from_json_file(const std::filesystem::path& path) {  // strict parse (io/json.hpp)
+  /// Reads a config.json file (strict JSON, io/json.hpp); errors name the file and the field.
+  static ModelConfig from_json_file(const std::filesystem::path& path) {
     return from_json(read_json_file(path), path.string());
   }
 
   /// Sizes a config.json may ask for. They are far above every released model of these families (the
   /// largest vocabularies are ~250k, the deepest stacks 48 layers) and exist so that a corrupt or hostile
   /// file is refused by name before anything is allocated, instead of allocating until bad_alloc.
+  /// @{
+  /// Largest value accepted for vocab_size, hidden_size, num_layers, intermediate_size,
+  /// max_position_embeddings, type_vocab_size and the number of labels.
   static constexpr int max_vocab_size = 1 << 24;
   static constexpr int max_hidden_size = 1 << 16;
   static constexpr int max_layers = 1 << 12;
@@ -131,18 +135,21 @@ struct ModelConfig {
   static constexpr int max_position_count = 1 << 20;
   static constexpr int max_type_vocab_size = 1 << 16;
   static constexpr int max_labels = 1 << 20;
+  /// @}
   static constexpr std::uint64_t max_parameters = 1ull << 35;  ///< 34 billion: 137 GB of float32
 
   /// Parameters of the base model (embeddings, blocks, their LayerNorms); task heads add more, and load()
   /// checks the exact shapes. Computed without overflow for any config within the per-field limits above.
   std::uint64_t parameter_count() const {
     const std::uint64_t H = static_cast<std::uint64_t>(hidden_size), I = static_cast<std::uint64_t>(intermediate_size);
-    const std::uint64_t per_layer = 4 * H * H + 2 * H * I + 9 * H + I;  ///< qkv, out, two FFN, biases, 2 LNs
+    const std::uint64_t per_layer = 4 * H * H + 2 * H * I + 9 * H + I;  // qkv, out, two FFN, biases, 2 LNs
     const std::uint64_t embeddings = (static_cast<std::uint64_t>(vocab_size) + static_cast<std::uint64_t>(max_positions) +
                                       static_cast<std::uint64_t>(type_vocab_size) + 2) * H;
     return embeddings + static_cast<std::uint64_t>(num_layers) * per_layer;
   }
 
+  /// Throws naming `source` and the field when a size is not positive, exceeds its limit, or the shapes
+  /// disagree.
   void validate(const std::string& source) const {
     auto in_range = [&](int value, int most, const char* name) {
       if (value <= 0) fail(source, ": ", name, " must be positive, got ", value);
@@ -176,9 +183,9 @@ struct ModelConfig {
            max_parameters, " (corrupt config?)");
   }
 
-  // Refuses, before anything is allocated, a config that asks for more parameters than the checkpoint
-  // folder stores values: every parameter must be read from the folder (tied decoders add no
-  // parameters), so such a pair can only fail later, after allocating what the config asks for.
+  /// Refuses, before anything is allocated, a config that asks for more parameters than the checkpoint
+  /// folder stores values: every parameter must be read from the folder (tied decoders add no
+  /// parameters), so such a pair can only fail later, after allocating what the config asks for.
   void require_fits(const CheckpointFolder& checkpoint, const std::string& source) const {
     const std::uint64_t stored = checkpoint.stored_elements();
     if (parameter_count() > stored)

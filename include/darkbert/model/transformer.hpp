@@ -97,6 +97,8 @@ struct BlockBuffers {
   T* sum2 = nullptr;         ///< [N, H] post-LN: mid + MLP branch, the input of the second LayerNorm
   ops::NormStats<T> stats1, stats2;  ///< of the two LayerNorms (training)
   T* dropped = nullptr;      ///< [threads, L, L] dropped-out pattern copies (training with attention dropout)
+  T* softmax = nullptr;      ///< [B, heads, L, L] the pattern before a pass-through pattern hook changed it
+  T* d_maps = nullptr;       ///< [B, heads, L, L] dP, then dS, when gradient hooks read them (training)
 };
 
 /// Buffers of one forward pass, kept in ForwardResult so that running again into the same result object
@@ -270,10 +272,15 @@ class Transformer {
                      const ForwardOptions<T>& options) const;
   void attention(int layer, const Batch& batch, T* attn, const Buffers& buf, Workspace& ws,
                  const ForwardOptions<T>& options) const;
-  /// d_out [N, H] (gradient of the block output) -> d_in [N, H] (+=), parameter gradients (+=).
+  /// d_out [N, H] (gradient of the block output) -> d_in [N, H] (+=), parameter gradients (+=). `hooks`
+  /// and `mask` (the batch's [B, L] attention mask) for the gradient hooks inside the block.
   void block_backward(int layer, const Batch& batch, const T* in, const T* attn, const Buffers& buf,
                       const T* d_out, T* d_in, T* work, const TrainingPass<T>& pass,
-                      const MaskingPolicies<T>* policies) const;
+                      const MaskingPolicies<T>* policies, const HookRegistry<T>* hooks, const int* mask) const;
+  /// The attention part of block_backward: d_ctx [N, H] -> d_qkv [N, 3H].
+  void attention_backward(int layer, const Batch& batch, const T* attn, const Buffers& buf, const T* d_ctx,
+                          T* d_qkv, T* work, const TrainingPass<T>& pass, const MaskingPolicies<T>* policies,
+                          const HookRegistry<T>* hooks, const int* mask) const;
   void embed_backward(const Batch& batch, const T* sum, ops::NormStats<T> stats, T* d_out, T* work,
                       EmbeddingParams<T>& grads) const;
   void heads_forward(const Batch& batch, const Var& last, ForwardResult<T>& result, const ForwardOptions<T>& options,
@@ -286,7 +293,18 @@ class Transformer {
                 int layer, TensorView<T> view, int head_axis = -1) const {
     if (!hooked(options, point, layer)) return;
     options.hooks->run(HookContext<T>{point, layer, -1, view, batch_mask, batch.batch_size, batch.length, config_.causal},
-                       head_axis);
+                       head_axis, options.training != nullptr);
+  }
+  /// Whether the backward has gradient-hook work at (point, layer).
+  static bool hooked_backward(const HookRegistry<T>* hooks, HookPoint point, int layer) {
+    return hooks && !hooks->empty() && hooks->active_backward(point, layer);
+  }
+  /// The backward's counterpart of run_hook: `gradient` is ∂loss/∂(the point's tensor).
+  void run_gradient_hook(const HookRegistry<T>* hooks, const Batch& batch, const int* batch_mask, HookPoint point,
+                         int layer, TensorView<T> gradient, int head_axis = -1) const {
+    if (!hooked_backward(hooks, point, layer)) return;
+    hooks->run_backward(
+        HookContext<T>{point, layer, -1, gradient, batch_mask, batch.batch_size, batch.length, config_.causal}, head_axis);
   }
 
   ModelConfig config_;
@@ -447,6 +465,7 @@ void Transformer<T>::attention(int layer, const Batch& batch, T* attn, const Buf
   for (Index p = 0; p < pairs; ++p) ops::attention_softmax(attn, shape, p / shape.heads, p % shape.heads);
   if (policed)
     options.policies->apply(layer, attn, mask, shape.batch, static_cast<int>(shape.heads), shape.length, shape.causal);
+  if (buf.softmax) std::copy(attn, attn + pairs * L2, buf.softmax);  // the softmax backward reads it
   run_hook(options, batch, ws.mask.data(), HookPoint::pattern, layer, maps, 1);
 #pragma omp parallel for schedule(dynamic) num_threads(threads)
   for (Index p = 0; p < pairs; ++p) context(p);
@@ -523,8 +542,9 @@ void Transformer<T>::block_forward(int layer, const Batch& batch, const T* in, T
 }
 
 /// Backward of block_forward, in reverse, over the block's own saved buffers. work holds
-/// [N, H] × 3 + [N, I] + [N, 3H] + threads × 2 L² elements. Hooks are treated as observers here: a hook
-/// that modified a tensor passes the gradient through unchanged.
+/// [N, H] × 3 + [N, I] + [N, 3H] + threads × 2 L² elements. Gradient hooks run where the gradient of
+/// their point is complete (see hooks/hooks.hpp); hook_resid_pre and hook_resid_post are the streams
+/// between blocks, whose hooks are tape nodes of their own (forward_into).
 /// @code
 /// post-LN:  d_sum2 = LN_2ᵀ(d_out);  d_mlp = drop(d_sum2) W_2 ⊙ f'(u);  d_mid = d_sum2 + d_mlp W_1
 ///           d_sum1 = LN_1ᵀ(d_mid);  d_ctx = drop(d_sum1) W_O;  d_qkv = attnᵀ(d_ctx);  d_in = d_sum1 + d_qkv W_QKV
@@ -534,11 +554,12 @@ void Transformer<T>::block_forward(int layer, const Batch& batch, const T* in, T
 template <class T>
 void Transformer<T>::block_backward(int layer, const Batch& batch, const T* in, const T* attn,
                                     const Buffers& buf, const T* d_out, T* d_in, T* work, const TrainingPass<T>& pass,
-                                    const MaskingPolicies<T>* policies) const {
+                                    const MaskingPolicies<T>* policies, const HookRegistry<T>* hooks,
+                                    const int* mask) const {
   const auto& blk = params_.blocks[static_cast<std::size_t>(layer)];
   auto& g = pass.gradients->blocks[static_cast<std::size_t>(layer)];
   const Index B = batch.batch_size, L = batch.length, N = B * L, H = config_.hidden_size;
-  const Index I = config_.intermediate_size;
+  const Index I = config_.intermediate_size, nh = config_.num_heads, d = config_.head_dim();
   const bool pre_ln = config_.pre_layer_norm;
   T* d_a = work;             // [N, H]
   T* d_b = d_a + N * H;      // [N, H]
@@ -549,8 +570,10 @@ void Transformer<T>::block_backward(int layer, const Batch& batch, const T* in, 
   auto undo_dropout = [&](T* x, std::uint64_t site) {
     ops::dropout_apply(x, N * H, 0, pass.mask(config_.hidden_dropout, site));
   };
-
-  const Index pairs = B * config_.num_heads;
+  auto gradient_hook = [&](HookPoint point, TensorView<T> gradient, int head_axis = -1) {
+    run_gradient_hook(hooks, batch, mask, point, layer, gradient, head_axis);
+  };
+  auto residual_view = [&](T* p) { return TensorView<T>::contiguous(p, {B, L, H}); };
   auto add_into = [N, H](T* to, const T* from) {
 #pragma omp parallel for schedule(static)
     for (Index i = 0; i < N * H; ++i) to[i] += from[i];
@@ -566,7 +589,9 @@ void Transformer<T>::block_backward(int layer, const Batch& batch, const T* in, 
   }
   std::copy(d_branch, d_branch + N * H, d_mid);  // the residual's share
   undo_dropout(d_branch, dropout_site::mlp_output(layer));
+  gradient_hook(HookPoint::mlp_out, residual_view(d_branch));
   ops::linear_backward<T>(buf.mlp, d_branch, N, blk.mlp_out, &g.mlp_out, d_mlp);  // [N, H] -> [N, I]
+  gradient_hook(HookPoint::mlp_post, TensorView<T>::contiguous(d_mlp, {B, L, I}));
   ops::activation_backward<T>(buf.mlp_pre, buf.mlp, d_mlp, N * I, config_.activation);
   if (pre_ln) {
     ops::linear_backward<T>(buf.normed2, d_mlp, N, blk.mlp_in, &g.mlp_in, d_c);  // -> d LN_2(mid)
@@ -574,6 +599,7 @@ void Transformer<T>::block_backward(int layer, const Batch& batch, const T* in, 
   } else {
     ops::linear_backward<T>(buf.mid, d_mlp, N, blk.mlp_in, &g.mlp_in, d_mid, /*accumulate_dx=*/true);
   }
+  gradient_hook(HookPoint::resid_mid, residual_view(d_mid));
 
   // --- attention
   T* d_resid = d_mid;  // the input's gradient through the residual connection
@@ -585,19 +611,18 @@ void Transformer<T>::block_backward(int layer, const Batch& batch, const T* in, 
   }
   std::copy(d_resid, d_resid + N * H, d_branch);
   undo_dropout(d_branch, dropout_site::attention_output(layer));
+  gradient_hook(HookPoint::attn_out, residual_view(d_branch));
   ops::linear_backward<T>(buf.ctx, d_branch, N, blk.attn_out, &g.attn_out, d_ctx);  // [N, H] -> [N, H]
-  const auto shape = attention_shape(batch);
-  const T scale = attention_scale(layer);
-  const ops::DropoutMask drop = pass.mask(config_.attention_dropout, dropout_site::attention(layer));
-  const Index L2 = shape.map_size();
-  const int threads = omp_get_max_threads();
-#pragma omp parallel for schedule(dynamic) num_threads(threads)
-  for (Index p = 0; p < pairs; ++p) {
-    const Index b = p / shape.heads, h = p % shape.heads;
-    // A head whose pattern a masking policy replaced does not depend on Q and K (a disabled head).
-    const bool through_scores = !(policies && policies->replaces(layer, static_cast<int>(h)));
-    ops::attention_backward(buf.qkv, attn + shape.map_offset(b, h), d_ctx, d_qkv, shape, b, h, scale, through_scores,
-                            drop, shape.map_offset(b, h), attention_work + omp_get_thread_num() * 2 * L2);
+  gradient_hook(HookPoint::z, TensorView<T>::contiguous(d_ctx, {B, L, nh, d}), 2);
+  attention_backward(layer, batch, attn, buf, d_ctx, d_qkv, attention_work, pass, policies, hooks, mask);
+  for (int k = 0; k < 3; ++k) {
+    // [B, L, heads, d] views into the fused gradient, as the forward's q, k, v hooks see their tensors
+    TensorView<T> v;
+    v.data = d_qkv + k * H;
+    v.rank = 4;
+    v.shape = {B, L, nh, d};
+    v.strides = {L * 3 * H, 3 * H, d, 1};
+    gradient_hook(k == 0 ? HookPoint::q : k == 1 ? HookPoint::k : HookPoint::v, v, 2);
   }
   add_into(d_in, d_resid);
   if (pre_ln) {
@@ -605,6 +630,53 @@ void Transformer<T>::block_backward(int layer, const Batch& batch, const T* in, 
     ops::layer_norm_backward<T>(in, buf.stats1, d_branch, N, H, blk.attn_norm, &g.attn_norm, d_in, /*accumulate=*/true);
   } else {
     ops::linear_backward<T>(in, d_qkv, N, blk.qkv, &g.qkv, d_in, /*accumulate_dx=*/true);
+  }
+}
+
+/// d_ctx [N, H] -> d_qkv [N, 3H] for every (b, h) pair in parallel. Without gradient hooks on the maps each
+/// pair runs its three stages back to back (ops::attention_backward); with them, each stage runs over all
+/// pairs into buf.d_maps [B, heads, L, L], and the hooks see dP (hook_pattern) and then dS (hook_attn_scores).
+template <class T>
+void Transformer<T>::attention_backward(int layer, const Batch& batch, const T* attn, const Buffers& buf,
+                                        const T* d_ctx, T* d_qkv, T* work, const TrainingPass<T>& pass,
+                                        const MaskingPolicies<T>* policies, const HookRegistry<T>* hooks,
+                                        const int* mask) const {
+  const auto shape = attention_shape(batch);
+  const T scale = attention_scale(layer);
+  const ops::DropoutMask drop = pass.mask(config_.attention_dropout, dropout_site::attention(layer));
+  const Index L = shape.length, L2 = shape.map_size(), pairs = shape.batch * shape.heads;
+  const int threads = omp_get_max_threads();
+  // A head whose pattern a masking policy replaced does not depend on Q and K (a disabled head).
+  auto through_scores = [&](Index h) { return !(policies && policies->replaces(layer, static_cast<int>(h))); };
+  if (!buf.d_maps) {
+#pragma omp parallel for schedule(dynamic) num_threads(threads)
+    for (Index p = 0; p < pairs; ++p) {
+      const Index b = p / shape.heads, h = p % shape.heads;
+      ops::attention_backward(buf.qkv, attn + shape.map_offset(b, h), d_ctx, d_qkv, shape, b, h, scale,
+                              through_scores(h), drop, shape.map_offset(b, h), work + omp_get_thread_num() * 2 * L2);
+    }
+    return;
+  }
+  const auto maps = TensorView<T>::contiguous(buf.d_maps, {shape.batch, shape.heads, L, L});
+  // The softmax's own output: the pattern before a pass-through hook changed it.
+  const T* softmax = buf.softmax ? buf.softmax : attn;
+#pragma omp parallel for schedule(dynamic) num_threads(threads)
+  for (Index p = 0; p < pairs; ++p) {
+    const Index b = p / shape.heads, h = p % shape.heads, at = shape.map_offset(b, h);
+    ops::attention_backward_values(buf.qkv, attn + at, d_ctx, d_qkv, shape, b, h, drop, at, buf.d_maps + at,
+                                   work + omp_get_thread_num() * 2 * L2);
+  }
+  run_gradient_hook(hooks, batch, mask, HookPoint::pattern, layer, maps, 1);
+#pragma omp parallel for schedule(static) num_threads(threads)
+  for (Index p = 0; p < pairs; ++p)
+    ops::softmax_backward_rows(softmax + p * L2, buf.d_maps + p * L2, L, T(1));
+  run_gradient_hook(hooks, batch, mask, HookPoint::attn_scores, layer, maps, 1);
+#pragma omp parallel for schedule(dynamic) num_threads(threads)
+  for (Index p = 0; p < pairs; ++p) {
+    const Index b = p / shape.heads, h = p % shape.heads;
+    T* dS = buf.d_maps + p * L2;
+    for (Index i = 0; i < L2; ++i) dS[i] *= scale;
+    ops::attention_backward_scores<T>(buf.qkv, through_scores(h) ? dS : nullptr, d_qkv, shape, b, h);
   }
 }
 
@@ -648,6 +720,16 @@ void Transformer<T>::forward_into(const Batch& batch, const ForwardOptions<T>& o
   if (!pass) tape.set_recording(false);
   tape.reset();
   const int threads = omp_get_max_threads();
+  // A tape node that runs the gradient hooks of a residual-stream point on the gradient of `stream`
+  // [N, H]; the backward reaches it in reverse recording order.
+  auto record_gradient_hook = [&](HookPoint point, int layer, const Var& stream) {
+    const HookRegistry<T>* hooks = options.hooks;
+    if (!hooked_backward(hooks, point, layer)) return;
+    const int* mask = ws.mask.data();
+    tape.record([this, &batch, hooks, mask, point, layer, stream, B, L, H] {
+      run_gradient_hook(hooks, batch, mask, point, layer, TensorView<T>::contiguous(stream.grad(), {B, L, H}));
+    });
+  };
 
   // The residual stream entering layer l: hidden_states[l] when kept; else a ping-pong buffer (training:
   // a buffer per layer, since the backward reads every one).
@@ -688,6 +770,7 @@ void Transformer<T>::forward_into(const Batch& batch, const ForwardOptions<T>& o
       ops::dropout_apply(first.grad(), N * H, 0, pass->mask(config_.embedding_dropout, dropout_site::embeddings));
       embed_backward(batch, embed_sum, embed_stats, first.grad(), work, pass->gradients->embeddings);
     });
+    if (options.start_layer == 0) record_gradient_hook(HookPoint::embed, -1, first);
   }
 
   // --- blocks
@@ -714,6 +797,14 @@ void Transformer<T>::forward_into(const Batch& batch, const ForwardOptions<T>& o
         buf.sum2 = tape.scratch(N * H);
       }
       if (pass->dropout && c.attention_dropout > 0) buf.dropped = tape.scratch(threads * L * L);
+      // Gradient hooks on the maps read dP and dS of the whole layer; a pass-through pattern hook needs
+      // the softmax output it replaced.
+      const HookRegistry<T>* hooks = options.hooks;
+      if (hooks && !hooks->empty() && hooks->passes_gradient(HookPoint::pattern, l))
+        buf.softmax = tape.scratch(B * c.num_heads * L * L);
+      if (buf.softmax || hooked_backward(hooks, HookPoint::pattern, l) || hooked_backward(hooks, HookPoint::attn_scores, l))
+        buf.d_maps = tape.scratch(B * c.num_heads * L * L);
+      record_gradient_hook(HookPoint::resid_pre, l, stream_vars[u(l)]);  // runs after the block's backward
     }
     block_forward(l, batch, streams[u(l)], out, attn, buf, ws, options);
     if (train_encoder) {
@@ -722,9 +813,12 @@ void Transformer<T>::forward_into(const Batch& batch, const ForwardOptions<T>& o
       Var out_var = last_pre_ln ? tape.external(out, {N, H}) : stream_vars[u(l + 1)];
       if (last_pre_ln) stream_vars.back() = out_var;  // ln_f's node writes into it (below)
       const MaskingPolicies<T>* policies = options.policies;
-      tape.record([this, &batch, l, in, out_var, attn, buf, work, pass, policies] {
-        block_backward(l, batch, in.value(), attn, buf, out_var.grad(), in.grad(), work, *pass, policies);
+      const HookRegistry<T>* hooks = options.hooks;
+      const int* mask = ws.mask.data();
+      tape.record([this, &batch, l, in, out_var, attn, buf, work, pass, policies, hooks, mask] {
+        block_backward(l, batch, in.value(), attn, buf, out_var.grad(), in.grad(), work, *pass, policies, hooks, mask);
       });
+      record_gradient_hook(HookPoint::resid_post, l, out_var);  // runs before the block's backward
     }
   }
 
@@ -744,6 +838,7 @@ void Transformer<T>::forward_into(const Batch& batch, const ForwardOptions<T>& o
         ops::layer_norm_backward<T>(in.value(), stats, normed.grad(), N, H, *params_.task_heads.final_norm,
                                     &*pass->gradients->task_heads.final_norm, in.grad(), /*accumulate=*/true);
       });
+      record_gradient_hook(HookPoint::ln_final, -1, normed);
     }
   }
   result.last_hidden_state.resize({u(B), u(L), u(H)});

@@ -14,8 +14,8 @@
 /// @endcode
 ///
 /// With a time budget (minutes) instead of a step count, the step count at which the learning rate reaches
-/// zero is estimated from the speed of the first steps (as the PyTorch reference does) and kept in the
-/// state; the run ends at that step or when the budget is spent, whichever comes first. Training time
+/// zero is estimated from the speed of the first steps (as the PyTorch reference does), refitted every
+/// 100 steps from the speed since, and kept in the state; the run ends at that step or when the budget is spent, whichever comes first. Training time
 /// excludes evaluations and checkpoints.
 
 #include <chrono>      // std::chrono::steady_clock
@@ -101,6 +101,7 @@ PretrainState pretrain(Transformer<T>& model, AdamW<T>& optimizer, PretrainingTa
   require(o.batch_size > 0, "pretrain: the batch size must be positive");
   if (o.steps > 0) state.total_steps = o.steps;
   constexpr std::int64_t timing_steps = 20;  // steps timed before estimating the budget's step count
+  constexpr std::int64_t refit_steps = 100;  // steps between refits of that estimate
   const double budget = o.minutes * 60.0;
   TrainingStep<T> training(model);
   double loss_sum = 0;
@@ -139,15 +140,19 @@ PretrainState pretrain(Transformer<T>& model, AdamW<T>& optimizer, PretrainingTa
     state.seconds += std::chrono::duration<double>(Clock::now() - start).count();
     loss_sum += value;
     ++loss_count;
-    // A time budget: time steps [1, 1 + timing_steps) (step 0 warms the buffers up), then fix the step count.
-    if (state.total_steps == 0) {
+    // A time budget: time steps [1, 1 + timing_steps) (step 0 warms the buffers up) and fix the step count;
+    // then refit it every refit_steps from the speed since the last fit, since the first steps run slower
+    // (a 20-minute mini run ended after 16 minutes with a single estimate).
+    if (budget > 0 && o.steps <= 0) {
       if (timed_from < 0) {
         timed_from = state.step;
         timed_start = state.seconds;
-      } else if (state.step - timed_from == timing_steps) {
-        const double per_step = (state.seconds - timed_start) / static_cast<double>(timing_steps);
-        state.total_steps = state.step + static_cast<std::int64_t>((budget - state.seconds) / per_step);
+      } else if (state.step - timed_from == (state.total_steps == 0 ? timing_steps : refit_steps)) {
+        const double per_step = (state.seconds - timed_start) / static_cast<double>(state.step - timed_from);
+        state.total_steps = state.step + std::max<std::int64_t>(1, static_cast<std::int64_t>((budget - state.seconds) / per_step));
         progress = Progress("pretrain", static_cast<long>(state.total_steps - state.step), o.show_progress);
+        timed_from = state.step;
+        timed_start = state.seconds;
       }
     }
     char note[128];

@@ -274,31 +274,16 @@ void attention_context(const T* qkv, const T* pattern, T* ctx, const AttentionSh
   attention_context_from(qkv, pattern + s.map_offset(b, h), ctx, s, b, h, scratch);
 }
 
-/// Backward of one (b, h) pair. P is the pattern that multiplied V (after masking policies, before
-/// attention dropout, whose mask `drop` is regenerated: element (i, j) of the pair has index
-/// drop_first + i·L + j). dctx [N, H] is the gradient of the context; dQ, dK, dV of (b, h) are written
-/// into their own rows and columns of dqkv [N, 3H], so pairs run in parallel without conflicts.
-/// @code
-/// Pd = drop(P);  dV = Pdᵀ dC;  dP = drop(dC Vᵀ)
-/// dS = P ⊙ (dP - rowsum(dP ⊙ P))      softmax backward; masked keys have P = 0 and get nothing
-/// dQ = scale · dS K;  dK = scale · dSᵀ Q
-/// @endcode
-/// When `through_scores` is false (a masking policy replaced the pattern, e.g. a disabled head) the
-/// pattern does not depend on Q and K: dQ = dK = 0 and only V gets a gradient.
-/// work: 2·L·L elements of this thread's scratch.
+//// dV of (b, h) into dqkv, and dP [L, L] = drop(dC Vᵀ), the gradient of the pattern P, into `dP`.
+/// work: L·L elements (the dropped-out pattern), unused without attention dropout.
 template <class T>
-void attention_backward(const T* qkv, const T* P, const T* dctx, T* dqkv, const AttentionShape& s, Index b, Index h,
-                        T scale, bool through_scores, const DropoutMask& drop, Index drop_first, T* work) {
+void attention_backward_values(const T* qkv, const T* P, const T* dctx, T* dqkv, const AttentionShape& s, Index b,
+                               Index h, const DropoutMask& drop, Index drop_first, T* dP, T* work) {
   const Index L = s.length, d = s.head_dim, H = s.hidden(), ld = 3 * H;
   const Index base = b * L * ld + h * d;
-  detail::StridedMatrix<T> Q(qkv + base, L, d, Eigen::OuterStride<>(ld));
-  detail::StridedMatrix<T> K(qkv + base + H, L, d, Eigen::OuterStride<>(ld));
   detail::StridedMatrix<T> V(qkv + base + 2 * H, L, d, Eigen::OuterStride<>(ld));
   detail::StridedMatrix<T> dC(dctx + b * L * H + h * d, L, d, Eigen::OuterStride<>(H));
-  detail::MutableStridedMatrix<T> dQ(dqkv + base, L, d, Eigen::OuterStride<>(ld));
-  detail::MutableStridedMatrix<T> dK(dqkv + base + H, L, d, Eigen::OuterStride<>(ld));
   detail::MutableStridedMatrix<T> dV(dqkv + base + 2 * H, L, d, Eigen::OuterStride<>(ld));
-
   const T* Pd = P;
   if (drop.active()) {
     std::copy(P, P + L * L, work);
@@ -306,23 +291,69 @@ void attention_backward(const T* qkv, const T* P, const T* dctx, T* dqkv, const 
     Pd = work;
   }
   dV.noalias() = ConstMatrixMap<T>(Pd, L, L).transpose() * dC;
-  MatrixMap<T> dP(work + L * L, L, L);
-  dP.noalias() = dC * V.transpose();
-  dropout_apply(dP.data(), L * L, drop_first, drop);
-  if (!through_scores) {
+  MatrixMap<T> dPm(dP, L, L);
+  dPm.noalias() = dC * V.transpose();
+  dropout_apply(dP, L * L, drop_first, drop);
+}
+
+/// Softmax backward of L rows in place: d = factor · P ⊙ (d - rowsum(d ⊙ P)). With factor 1 the result
+/// is the gradient of the scores the softmax read (what hook_attn_scores sees).
+template <class T>
+void softmax_backward_rows(const T* P, T* d, Index L, T factor) {
+  for (Index i = 0; i < L; ++i) {
+    const T* p = P + i * L;
+    T* g = d + i * L;
+    T dot = 0;
+    for (Index j = 0; j < L; ++j) dot += g[j] * p[j];
+    for (Index j = 0; j < L; ++j) g[j] = factor * p[j] * (g[j] - dot);
+  }
+}
+
+/// dQ = dS K and dK = dSᵀ Q of (b, h) into dqkv, from dS [L, L], the gradient of Q Kᵀ (the attention
+/// scale already applied). dS == nullptr: the pattern did not depend on Q and K, both are zero.
+template <class T>
+void attention_backward_scores(const T* qkv, const T* dS, T* dqkv, const AttentionShape& s, Index b, Index h) {
+  const Index L = s.length, d = s.head_dim, H = s.hidden(), ld = 3 * H;
+  const Index base = b * L * ld + h * d;
+  detail::MutableStridedMatrix<T> dQ(dqkv + base, L, d, Eigen::OuterStride<>(ld));
+  detail::MutableStridedMatrix<T> dK(dqkv + base + H, L, d, Eigen::OuterStride<>(ld));
+  if (!dS) {
     dQ.setZero();
     dK.setZero();
     return;
   }
-  for (Index i = 0; i < L; ++i) {
-    const T* p = P + i * L;
-    T* g = dP.data() + i * L;
-    T dot = 0;
-    for (Index j = 0; j < L; ++j) dot += g[j] * p[j];
-    for (Index j = 0; j < L; ++j) g[j] = scale * p[j] * (g[j] - dot);
+  detail::StridedMatrix<T> Q(qkv + base, L, d, Eigen::OuterStride<>(ld));
+  detail::StridedMatrix<T> K(qkv + base + H, L, d, Eigen::OuterStride<>(ld));
+  ConstMatrixMap<T> dSm(dS, L, L);
+  dQ.noalias() = dSm * K;
+  dK.noalias() = dSm.transpose() * Q;
+}
+
+//// Backward of one (b, h) pair. P is the pattern that multiplied V (after masking policies, before
+/// attention dropout, whose mask `drop` is regenerated: element (i, j) of the pair has index
+/// drop_first + i·L + j). dctx [N, H] is the gradient of the context; dQ, dK, dV of (b, h) are written
+/// into their own rows and columns of dqkv [N, 3H], so pairs run in parallel without conflicts.
+/// @code
+/// Pd = drop(P);  dV = Pdᵀ dC;  dP = drop(dC Vᵀ)            attention_backward_values
+/// dS = P ⊙ (dP - rowsum(dP ⊙ P))                          softmax_backward_rows (masked keys: P = 0)
+/// dQ = scale · dS K;  dK = scale · dSᵀ Q                    attention_backward_scores
+/// @endcode
+/// When `through_scores` is false (a masking policy replaced the pattern, e.g. a disabled head) the
+/// pattern does not depend on Q and K: dQ = dK = 0 and only V gets a gradient.
+/// work: 2·L·L elements of this thread's scratch. The three stages are separate functions for callers
+/// that read or change dP and dS in between (gradient hooks on hook_pattern and hook_attn_scores).
+template <class T>
+void attention_backward(const T* qkv, const T* P, const T* dctx, T* dqkv, const AttentionShape& s, Index b, Index h,
+                        T scale, bool through_scores, const DropoutMask& drop, Index drop_first, T* work) {
+  const Index L = s.length;
+  T* dP = work + L * L;
+  attention_backward_values(qkv, P, dctx, dqkv, s, b, h, drop, drop_first, dP, work);
+  if (!through_scores) {
+    attention_backward_scores<T>(qkv, nullptr, dqkv, s, b, h);
+    return;
   }
-  dQ.noalias() = dP * K;
-  dK.noalias() = dP.transpose() * Q;
+  softmax_backward_rows(P, dP, L, scale);  // the scale folded in: dS = scale · P ⊙ (dP - rowsum)
+  attention_backward_scores(qkv, dP, dqkv, s, b, h);
 }
 
 }  // namespace darkbert::ops
