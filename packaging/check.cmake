@@ -14,14 +14,8 @@ endforeach()
 include("${CMAKE_CURRENT_LIST_DIR}/lint.cmake")  # sets `version`
 
 # On an AVX-512 CPU a consumer built with default flags must still run the tile kernel.
-set(expect_kernel blas)
-if(EXISTS /proc/cpuinfo)
-  file(READ /proc/cpuinfo cpuinfo)
-  if(cpuinfo MATCHES "avx512f" AND cpuinfo MATCHES "avx512bw" AND cpuinfo MATCHES "avx512dq"
-     AND cpuinfo MATCHES "avx512vl" AND cpuinfo MATCHES " fma")
-    set(expect_kernel avx512)
-  endif()
-endif()
+include("${CMAKE_CURRENT_LIST_DIR}/../cmake/expected_kernel_path.cmake")
+set(expect_kernel ${expected_kernel_path})
 
 function(run what)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE log ERROR_VARIABLE err)

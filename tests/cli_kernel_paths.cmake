@@ -4,14 +4,8 @@
 # - the forward pass of BERT, RoBERTa, DistilBERT and GPT-2 on the forced BLAS path agrees with the one on
 #   the default path within the float32 fixture tolerance (`darkbert run --against`);
 # - the comparison is not vacuous: a run with a disabled head does not agree.
-set(expect_path blas)
-if(EXISTS /proc/cpuinfo)
-  file(READ /proc/cpuinfo cpuinfo)
-  if(cpuinfo MATCHES "avx512f" AND cpuinfo MATCHES "avx512bw" AND cpuinfo MATCHES "avx512dq"
-     AND cpuinfo MATCHES "avx512vl" AND cpuinfo MATCHES " fma")
-    set(expect_path avx512)
-  endif()
-endif()
+include("${CMAKE_CURRENT_LIST_DIR}/../cmake/expected_kernel_path.cmake")
+set(expect_path ${expected_kernel_path})
 
 function(version_line env_value out_var)
   execute_process(COMMAND ${CMAKE_COMMAND} -E env "DARKBERT_KERNEL=${env_value}" "${CLI}" --version

@@ -22,19 +22,8 @@
 #include "darkbert/model/config.hpp"
 #include "darkbert/tokenizer/bpe.hpp"
 #include "darkbert/tokenizer/tokenizer.hpp"
+#include "bpe_test_access.hpp"
 #include "test_support.hpp"
-
-namespace darkbert::detail {
-struct BpeTestAccess {
-  static std::vector<int> symbols(const BpeTokenizer& t, std::string_view bytes) {
-    std::vector<int> s;
-    for (unsigned char b : bytes) s.push_back(t.byte_symbol_[b]);
-    return s;
-  }
-  static void merge_short(const BpeTokenizer& t, std::vector<int>& s) { t.merge_short(s); }
-  static void merge_long(const BpeTokenizer& t, std::vector<int>& s) { t.merge_long(s); }
-};
-}  // namespace darkbert::detail
 
 namespace {
 

@@ -34,19 +34,23 @@ fs::path copy_model(const std::string& model, const std::string& scratch) {
 
 void write_text(const fs::path& path, const std::string& text) { std::ofstream(path) << text; }
 
+// Every tensor of a safetensors file, as raw bytes (to change and write back).
+std::map<std::string, darkbert::TensorBytes> read_tensors(const fs::path& path) {
+  std::map<std::string, darkbert::TensorBytes> tensors;
+  darkbert::SafetensorsFile file(path);
+  for (const auto& info : file.tensors()) {
+    darkbert::TensorBytes t{info.dtype, info.shape, {}};
+    t.bytes.assign(file.raw(info), file.raw(info) + (info.end - info.begin));
+    tensors[info.name] = std::move(t);
+  }
+  return tensors;
+}
+
 // Rewrites a safetensors file keeping only tensors accepted by `keep`.
 template <class Keep>
 void filter_tensors(const fs::path& path, Keep keep) {
-  std::map<std::string, darkbert::TensorBytes> tensors;
-  {
-    darkbert::SafetensorsFile file(path);
-    for (const auto& info : file.tensors()) {
-      if (!keep(info.name)) continue;
-      darkbert::TensorBytes t{info.dtype, info.shape, {}};
-      t.bytes.assign(file.raw(info), file.raw(info) + (info.end - info.begin));
-      tensors[info.name] = std::move(t);
-    }
-  }
+  auto tensors = read_tensors(path);
+  std::erase_if(tensors, [&](const auto& entry) { return !keep(entry.first); });
   darkbert::write_safetensors(path, tensors);
 }
 
@@ -139,15 +143,7 @@ TEST_CASE("bad checkpoints are rejected with the file, tensor and problem named"
   }
   SUBCASE("a NaN weight is refused by file, tensor and index") {
     const auto dir = copy_model("bert_model", "load_nan");
-    std::map<std::string, darkbert::TensorBytes> tensors;
-    {
-      darkbert::SafetensorsFile file(dir / "model.safetensors");
-      for (const auto& info : file.tensors()) {
-        darkbert::TensorBytes t{info.dtype, info.shape, {}};
-        t.bytes.assign(file.raw(info), file.raw(info) + (info.end - info.begin));
-        tensors[info.name] = std::move(t);
-      }
-    }
+    auto tensors = read_tensors(dir / "model.safetensors");
     auto& bias = tensors.at("encoder.layer.1.output.dense.bias");
     REQUIRE(bias.dtype == darkbert::DType::F32);
     const float nan = std::numeric_limits<float>::quiet_NaN();
@@ -285,15 +281,7 @@ TEST_CASE("require_outputs names the tensor a requested output needs, before any
 // value is finite) but overflows float32 in the forward pass. A runner must refuse the output by name.
 TEST_CASE("an output that overflowed to inf/NaN is refused by case, output and index") {
   const auto dir = copy_model("gpt2_lm", "load_huge_weight");
-  std::map<std::string, darkbert::TensorBytes> tensors;
-  {
-    darkbert::SafetensorsFile file(dir / "model.safetensors");
-    for (const auto& info : file.tensors()) {
-      darkbert::TensorBytes t{info.dtype, info.shape, {}};
-      t.bytes.assign(file.raw(info), file.raw(info) + (info.end - info.begin));
-      tensors[info.name] = std::move(t);
-    }
-  }
+  auto tensors = read_tensors(dir / "model.safetensors");
   const float huge = 2.4279019879472985e38f;
   std::memcpy(tensors.at("transformer.h.2.attn.c_attn.weight").bytes.data() + 1650 * sizeof(float), &huge, sizeof huge);
   darkbert::write_safetensors(dir / "model.safetensors", tensors);

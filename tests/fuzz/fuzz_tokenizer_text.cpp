@@ -4,20 +4,9 @@
 // with the reference one on every chunk.
 #include <string>  // std::string
 
+#include "../bpe_test_access.hpp"
 #include "darkbert/tokenizer/tokenizer.hpp"
 #include "fuzz_support.hpp"
-
-namespace darkbert::detail {
-struct BpeTestAccess {
-  static std::vector<int> bytes_to_symbols(const BpeTokenizer& t, std::string_view bytes) {
-    std::vector<int> s;
-    for (unsigned char b : bytes) s.push_back(t.byte_symbol_[b]);
-    return s;
-  }
-  static void merge_short(const BpeTokenizer& t, std::vector<int>& s) { t.merge_short(s); }
-  static void merge_long(const BpeTokenizer& t, std::vector<int>& s) { t.merge_long(s); }
-};
-}  // namespace darkbert::detail
 
 void fuzz_one(const std::uint8_t* data, std::size_t size) {
   using namespace darkbert;
@@ -44,7 +33,7 @@ void fuzz_one(const std::uint8_t* data, std::size_t size) {
     }
   }
   // Differential: the heap merge against the reference passes, on the whole input as one chunk.
-  auto a = detail::BpeTestAccess::bytes_to_symbols(*gpt2.bpe(), text.substr(0, 4096));
+  auto a = detail::BpeTestAccess::symbols(*gpt2.bpe(), text.substr(0, 4096));
   auto b = a;
   detail::BpeTestAccess::merge_short(*gpt2.bpe(), a);
   detail::BpeTestAccess::merge_long(*gpt2.bpe(), b);

@@ -1,0 +1,11 @@
+# Sets `expected_kernel_path` to the product kernel darkbert's run-time dispatch picks on this machine:
+# avx512 when /proc/cpuinfo lists AVX-512 F/BW/DQ/VL and FMA, else blas (core/kernel_dispatch.hpp).
+# Included by the scripts that check the dispatch (tests/cli_kernel_paths.cmake, packaging/check.cmake).
+set(expected_kernel_path blas)
+if(EXISTS /proc/cpuinfo)
+  file(READ /proc/cpuinfo cpuinfo)
+  if(cpuinfo MATCHES "avx512f" AND cpuinfo MATCHES "avx512bw" AND cpuinfo MATCHES "avx512dq"
+     AND cpuinfo MATCHES "avx512vl" AND cpuinfo MATCHES " fma")
+    set(expected_kernel_path avx512)
+  endif()
+endif()
