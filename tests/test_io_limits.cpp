@@ -305,6 +305,12 @@ TEST_CASE(".npy reader: headers are validated before allocating") {
         "x.npy: .npy shape (1000000, 1000000) needs 8000000000000 bytes of <f8, the file has 96");
   CHECK(error(header("{'descr': '<f8', 'fortran_order': False, 'shape': (4294967296, 4294967296), }", 8))
             .find("overflows 64 bits") != std::string::npos);
+  // fuzz_npy's reproducer (npy-crash-ef5041ff…): an empty array (one dimension 0) whose other dimensions
+  // overflow its strides; xtensor would multiply them with signed overflow.
+  CHECK(error(header("{'descr': '<f8', 'fortran_order': False, 'shape':(0, 5427564479370, 55, 21844674479370, "
+                     "550218446744793, 5056, 2), }", 0))
+            .find("overflows 64 bits") != std::string::npos);
+  CHECK(error(header("{'descr': '<f8', 'fortran_order': False, 'shape': (0, 3), }", 0)).empty());
   CHECK(error(header("{'descr': '>f8', 'fortran_order': False, 'shape': (1,), }", 8)).find("'>f8' is not supported") !=
         std::string::npos);
   CHECK(error(header("{'descr': '<f8', 'fortran_order': True, 'shape': (1,), }", 8)).find("Fortran-order") !=

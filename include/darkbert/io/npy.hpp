@@ -8,11 +8,13 @@
 //   darkbert::write_npy("out/attentions.npy", attentions);        // any xtensor expression of float/double
 //   xt::xarray<double> expected = darkbert::read_npy<double>("expected/case.attentions.npy");
 
+#include <algorithm>    // std::max
 #include <cstdint>      // std::uint16_t, std::uint32_t, std::uint64_t
 #include <cstring>      // std::memcpy
 #include <filesystem>   // std::filesystem::path
 #include <fstream>      // std::ifstream
 #include <iterator>     // std::istreambuf_iterator
+#include <limits>       // std::numeric_limits
 #include <string>       // std::string
 #include <string_view>  // std::string_view
 #include <vector>       // std::vector
@@ -134,10 +136,16 @@ xt::xarray<T> read_npy_bytes(std::string_view bytes, const std::string& source) 
   else if (header.descr == "<f4" || header.descr == "=f4") element = 4;
   else fail(source, ": .npy dtype '", header.descr, "' is not supported (little-endian float32 or float64)");
   std::uint64_t count = 1, need = element;
+  // The strides of the array (products of trailing dimensions) must fit in a signed 64-bit index even when
+  // a zero dimension makes the array empty: (0, 2^42, 2^44) holds no bytes, but xtensor computes its
+  // strides from the other dimensions (found by fuzz_npy).
+  std::int64_t extent = 1;
   bool overflow = false;
   for (auto d : header.shape) {
     overflow = overflow || __builtin_mul_overflow(count, static_cast<std::uint64_t>(d), &count);
     overflow = overflow || __builtin_mul_overflow(need, static_cast<std::uint64_t>(d), &need);
+    overflow = overflow || d > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()) ||
+               __builtin_mul_overflow(extent, std::max<std::int64_t>(1, static_cast<std::int64_t>(d)), &extent);
   }
   std::string shape_text = "(";
   for (std::size_t i = 0; i < header.shape.size(); ++i) shape_text += (i ? ", " : "") + std::to_string(header.shape[i]);
