@@ -27,6 +27,13 @@ std::string slurp(const fs::path& p) {
 // A version of the file: `n` bytes of one repeated letter, so a mix of two versions is detectable.
 std::string version(char letter, std::size_t n) { return std::string(n, letter); }
 
+// Entries in a folder (a finished or abandoned writer must leave no temporary behind).
+std::size_t count_files(const fs::path& dir) {
+  std::size_t files = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir)) ++files;
+  return files;
+}
+
 }  // namespace
 
 TEST_CASE("write_file_atomically replaces the file and leaves no temporary behind") {
@@ -34,9 +41,7 @@ TEST_CASE("write_file_atomically replaces the file and leaves no temporary behin
   darkbert::write_file_atomically(dir / "a.txt", "old");
   darkbert::write_file_atomically(dir / "a.txt", "new content");
   CHECK(slurp(dir / "a.txt") == "new content");
-  std::size_t files = 0;
-  for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir)) ++files;
-  CHECK(files == 1);
+  CHECK(count_files(dir) == 1);
 }
 
 TEST_CASE("an uncommitted writer leaves the old file untouched and removes its temporary") {
@@ -47,9 +52,7 @@ TEST_CASE("an uncommitted writer leaves the old file untouched and removes its t
     out.write(version('x', 1 << 20));  // beyond the buffer: really on disk in the temporary
   }
   CHECK(slurp(dir / "a.txt") == "old");
-  std::size_t files = 0;
-  for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir)) ++files;
-  CHECK(files == 1);
+  CHECK(count_files(dir) == 1);
 }
 
 TEST_CASE("a writer killed with SIGKILL at random points leaves the old or the new file, never a torn one") {

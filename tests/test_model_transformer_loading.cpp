@@ -34,6 +34,13 @@ fs::path copy_model(const std::string& model, const std::string& scratch) {
 
 void write_text(const fs::path& path, const std::string& text) { std::ofstream(path) << text; }
 
+// Sets one field of the folder's config.json.
+void set_config_field(const fs::path& dir, const std::string& key, const nlohmann::json& value) {
+  auto config = darkbert::read_json_file(dir / "config.json");
+  config[key] = value;
+  write_text(dir / "config.json", config.dump());
+}
+
 // Every tensor of a safetensors file, as raw bytes (to change and write back).
 std::map<std::string, darkbert::TensorBytes> read_tensors(const fs::path& path) {
   std::map<std::string, darkbert::TensorBytes> tensors;
@@ -100,18 +107,14 @@ TEST_CASE("bad checkpoints are rejected with the file, tensor and problem named"
   }
   SUBCASE("tensor shape disagreeing with config.json") {
     const auto dir = copy_model("bert_model", "load_shape");
-    auto config = darkbert::read_json_file(dir / "config.json");
-    config["intermediate_size"] = 38;
-    write_text(dir / "config.json", config.dump());
+    set_config_field(dir, "intermediate_size", 38);
     const auto e = load_error(dir);
     CHECK(e.find("tensor 'encoder.layer.0.intermediate.dense.weight' has shape [37, 32]") != std::string::npos);
     CHECK(e.find("requires [38, 32]") != std::string::npos);
   }
   SUBCASE("hidden size not divisible by heads") {
     const auto dir = copy_model("bert_model", "load_heads");
-    auto config = darkbert::read_json_file(dir / "config.json");
-    config["num_attention_heads"] = 5;
-    write_text(dir / "config.json", config.dump());
+    set_config_field(dir, "num_attention_heads", 5);
     CHECK(load_error(dir).find("not divisible") != std::string::npos);
   }
   SUBCASE("missing tensor") {
@@ -134,9 +137,7 @@ TEST_CASE("bad checkpoints are rejected with the file, tensor and problem named"
   }
   SUBCASE("config asking for more parameters than the folder stores: refused before allocating") {
     const auto dir = copy_model("bert_model", "load_too_big");
-    auto config = darkbert::read_json_file(dir / "config.json");
-    config["num_hidden_layers"] = 4000;  // within the per-field limit, far beyond the 3 stored layers
-    write_text(dir / "config.json", config.dump());
+    set_config_field(dir, "num_hidden_layers", 4000);  // within the per-field limit, far beyond the 3 stored layers
     const auto e = load_error(dir);
     CHECK(e.find("config.json: the config describes") != std::string::npos);
     CHECK(e.find("config.json does not match the weights") != std::string::npos);
@@ -156,9 +157,7 @@ TEST_CASE("bad checkpoints are rejected with the file, tensor and problem named"
   }
   SUBCASE("classifier rows disagreeing with id2label") {
     const auto dir = copy_model("bert_seqcls3", "load_labels");
-    auto config = darkbert::read_json_file(dir / "config.json");
-    config["id2label"] = {{"0", "a"}, {"1", "b"}};
-    write_text(dir / "config.json", config.dump());
+    set_config_field(dir, "id2label", nlohmann::json({{"0", "a"}, {"1", "b"}}));
     CHECK(load_error(dir).find("lists 2 labels (id2label) but 'classifier.weight' has 3 rows") != std::string::npos);
   }
 }

@@ -66,8 +66,7 @@ TEST_CASE("the whole model's gradient with dropout on and a disabled head matche
     auto model = darkbert::Transformer<double>::random(config, darkbert::TaskHeads::for_architecture(config), 5);
     // Larger weights than the N(0, 0.02) default, so attention is far from uniform.
     for (const auto& slot : darkbert::parameter_slots(model.params(), config)) {
-      Index n = 1;
-      for (auto d : slot.shape) n *= d;
+      const Index n = slot.elements();
       for (Index i = 0; i < n; ++i) slot.data[i] = slot.data[i] * 20 + (slot.shape.size() == 1 ? 0.1 * std::sin(double(i)) : 0);
     }
     const auto batch = tiny_batch(config.pad_token_id);
@@ -83,8 +82,7 @@ TEST_CASE("the whole model's gradient with dropout on and a disabled head matche
     int checked = 0;
     std::mt19937_64 rng(3);
     for (std::size_t k = 0; k < params.size(); ++k) {
-      Index n = 1;
-      for (auto d : params[k].shape) n *= d;
+      const Index n = params[k].elements();
       for (int sample = 0; sample < 3; ++sample) {
         const Index i = static_cast<Index>(rng() % static_cast<std::uint64_t>(n));
         const double keep = params[k].data[i], h = 1e-6;
@@ -177,8 +175,7 @@ TEST_CASE("a few AdamW steps make a small classifier fit its batch") {
     auto model = darkbert::Transformer<float>::random(config, darkbert::TaskHeads::for_architecture(config), 10);
     // Tokens and rows this few leave N(0, 0.02) weights near a symmetric saddle for hundreds of steps.
     for (const auto& slot : darkbert::parameter_slots(model.params(), config)) {
-      Index n = 1;
-      for (auto d : slot.shape) n *= d;
+      const Index n = slot.elements();
       if (slot.shape.size() == 2)
         for (Index i = 0; i < n; ++i) slot.data[i] *= 10;
     }

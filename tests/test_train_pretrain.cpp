@@ -35,8 +35,7 @@ const darkbert::PretrainOptions options{.batch_size = 4, .learning_rate = 5e-3, 
 std::vector<float> all_parameters(darkbert::Transformer<float>& m) {
   std::vector<float> out;
   for (const auto& slot : darkbert::parameter_slots(m.params(), m.config())) {
-    darkbert::Index n = 1;
-    for (auto d : slot.shape) n *= d;
+    const darkbert::Index n = slot.elements();
     out.insert(out.end(), slot.data, slot.data + n);
   }
   return out;

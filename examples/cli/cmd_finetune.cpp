@@ -23,7 +23,6 @@
 
 #include "commands.hpp"
 #include "darkbert/core/atomic_file.hpp"
-#include "darkbert/tokenizer/detail/text_files.hpp"
 #include "darkbert/analysis/predictions.hpp"
 #include "darkbert/train/fine_tune.hpp"
 

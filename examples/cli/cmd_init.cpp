@@ -11,9 +11,7 @@
 #include <iostream>    // std::cout
 
 #include "commands.hpp"
-#include "darkbert/core/atomic_file.hpp"
 #include "darkbert/model/transformer.hpp"
-#include "darkbert/tokenizer/detail/text_files.hpp"
 
 namespace darkbert::cli {
 

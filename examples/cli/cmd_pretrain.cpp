@@ -20,7 +20,6 @@
 #include <cstdio>      // std::printf
 #include <filesystem>  // std::filesystem
 #include <fstream>     // std::ifstream
-#include <iterator>    // std::istreambuf_iterator
 #include <memory>      // std::make_shared
 #include <sstream>     // std::istringstream, std::ostringstream
 #include <string>      // std::string
@@ -33,6 +32,7 @@
 #include "darkbert/analysis/head_pattern_probe.hpp"
 #include "darkbert/data/glue.hpp"
 #include "darkbert/data/root.hpp"
+#include "darkbert/train/position_init.hpp"
 #include "darkbert/train/pretrain.hpp"
 #include "darkbert/train/training_checkpoint.hpp"
 #include "darkbert/viz/line_chart.hpp"
@@ -50,10 +50,11 @@ struct PretrainRecipe {
   std::size_t max_documents = 0;
   std::int64_t eval_every = 100, checkpoint_every = 200;
   std::size_t probe_pairs = 200;
+  std::string position_init = "normal";  // or "sinusoidal" (train/position_init.hpp)
 };
 
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(PretrainRecipe, arch, layers, hidden, heads, ff, seq, batch, lr, warmup, seed,
-                                   max_documents, eval_every, checkpoint_every, probe_pairs)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PretrainRecipe, arch, layers, hidden, heads, ff, seq, batch, lr, warmup, seed,
+                                   max_documents, eval_every, checkpoint_every, probe_pairs, position_init)
 
 // The named recipes. `mini`: the embedded default models; `tiny`: seconds-long runs for tests.
 inline PretrainRecipe named_recipe(const std::string& name, const std::string& arch) {
@@ -81,6 +82,7 @@ struct PretrainCommand {
   std::optional<double> lr;
   std::optional<std::int64_t> warmup, eval_every, checkpoint_every;
   std::optional<std::uint64_t> seed;
+  std::optional<std::string> position_init;
 
   PretrainRecipe settings() const {
     PretrainRecipe r = named_recipe(recipe, arch);
@@ -90,7 +92,7 @@ struct PretrainCommand {
     set(r.layers, layers), set(r.hidden, hidden), set(r.heads, heads), set(r.ff, ff), set(r.seq, seq);
     set(r.batch, batch), set(r.lr, lr), set(r.warmup, warmup), set(r.seed, seed);
     set(r.max_documents, max_documents), set(r.eval_every, eval_every), set(r.checkpoint_every, checkpoint_every);
-    set(r.probe_pairs, probe_pairs);
+    set(r.probe_pairs, probe_pairs), set(r.position_init, position_init);
     return r;
   }
 };
@@ -118,10 +120,7 @@ inline void trim_log(const std::filesystem::path& path, std::int64_t step) {
 // Appends rows to a CSV log by rewriting it through the crash-safe writer: a kill leaves the log as it
 // was before or after the append, never with a torn last row for trim_log to misread.
 inline void append_log(const std::filesystem::path& path, const std::string& rows) {
-  std::ifstream in(path, std::ios::binary);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) fail(path.string(), ": read error");
-  write_file_atomically(path, text + rows);
+  write_file_atomically(path, detail::read_text_file(path, "training log") + rows);
 }
 
 // The curves of eval.csv as figures: held-out accuracy, and the strongest head of each §3.1 pattern.
@@ -189,6 +188,7 @@ inline void run_pretrain_command(const PretrainCommand& cmd) {
 
   const ModelConfig config = recipe_config(r);
   auto model = loaded ? std::move(*loaded) : Transformer<float>::random(config, TaskHeads::for_architecture(config), r.seed);
+  if (!loaded && r.position_init == "sinusoidal") init_sinusoidal_positions(model.params().embeddings.position, 0.02);
   AdamW<float> optimizer(model, {.weight_decay = 0.01});
   if (loaded) restore_optimizer(checkpoint_dir, optimizer);
   fs::create_directories(cmd.out);
@@ -203,10 +203,10 @@ inline void run_pretrain_command(const PretrainCommand& cmd) {
     write_file_atomically(heads_csv, "step,layer,head,neighbour_share,special_share,segment_share\n");
   }
   std::printf("pretraining %s: %d layers x %d hidden x %d heads, FFN %d, %lld parameters; seq %d, batch %zu, lr %g, "
-              "warm-up %lld; corpus %zu documents, %zu tokens\n",
+              "warm-up %lld, %s positions; corpus %zu documents, %zu tokens\n",
               gpt2 ? "GPT-2" : "BERT", r.layers, r.hidden, r.heads, r.ff,
               static_cast<long long>(optimizer.first_moments().size()), r.seq, r.batch, r.lr,
-              static_cast<long long>(r.warmup), train.documents(), train.tokens.size());
+              static_cast<long long>(r.warmup), r.position_init.c_str(), train.documents(), train.tokens.size());
 
   HeldoutScore last;
   auto evaluate = [&](const PretrainState& s, double train_loss) {
@@ -272,6 +272,8 @@ void add_pretrain_command(CLI::App& app) {
   cmd->add_option("--max-documents", o->max_documents, "Override: train on the first N documents (0 = all)");
   cmd->add_option("--eval-every", o->eval_every, "Override: steps between held-out evaluations");
   cmd->add_option("--checkpoint-every", o->checkpoint_every, "Override: steps between checkpoints");
+  cmd->add_option("--position-init", o->position_init, "Override: normal (N(0, 0.02)) or sinusoidal position embeddings at the start")
+      ->check(CLI::IsMember({"normal", "sinusoidal"}));
   cmd->add_option("--probe-pairs", o->probe_pairs, "Override: MRPC dev pairs for the per-head attention masses");
   cmd->add_flag("--quiet", o->quiet, "No progress bar");
   cmd->add_option("--kill-after-step", o->kill_after_step, "Testing: kill this process (SIGKILL) after step N");

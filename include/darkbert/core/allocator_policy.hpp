@@ -10,6 +10,8 @@
 /// already mapped. The library never calls this itself (it is a process setting); programs that train call
 /// it once at the start, as `darkbert`'s main does.
 
+#include <cstdlib>  // any C library header defines __GLIBC__, which the test below needs
+
 #if defined(__GLIBC__)
 #include <malloc.h>  // mallopt, M_MMAP_THRESHOLD, M_TRIM_THRESHOLD
 #endif

@@ -28,6 +28,20 @@
 #define DARKBERT_AVX512_TARGET
 #endif
 
+// GCC 12's unmasked AVX-512 intrinsics pass _mm512_undefined_ps() as the merge source, which
+// -Wmaybe-uninitialized misreports once they are inlined (GCC bug 105593, fixed in GCC 13): code using
+// intrinsics or Eigen's vectorised exp/tanh sits between these two.
+#if defined(__GNUC__) && !defined(__clang__)
+/// Starts a region where GCC 12's false -Wmaybe-uninitialized on AVX-512 intrinsics is off.
+#define DARKBERT_INTRINSICS_WARNINGS_OFF \
+  _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wmaybe-uninitialized\"")
+/// Ends that region.
+#define DARKBERT_INTRINSICS_WARNINGS_ON _Pragma("GCC diagnostic pop")
+#else
+#define DARKBERT_INTRINSICS_WARNINGS_OFF
+#define DARKBERT_INTRINSICS_WARNINGS_ON
+#endif
+
 namespace darkbert {
 
 /// The implementation of the float products (Linear layers and the per-head attention products).

@@ -223,25 +223,13 @@ class HookRegistry {
   }
 
   /// Whether a forward hook fires at (p, layer).
-  bool active(HookPoint p, int layer) const {
-    for (const auto& e : entries_)
-      if (!e->removed && !e->backward && e->filter.matches(p, layer)) return true;
-    return false;
-  }
+  bool active(HookPoint p, int layer) const { return any_at(p, layer, fires_forward); }
   /// Whether the backward at (p, layer) has work: a backward hook, or a forward hook that stops the gradient.
-  bool active_backward(HookPoint p, int layer) const {
-    for (const auto& e : entries_)
-      if (!e->removed && (e->backward || e->filter.gradient == HookGradient::stop) && e->filter.matches(p, layer))
-        return true;
-    return false;
-  }
+  bool active_backward(HookPoint p, int layer) const { return any_at(p, layer, fires_backward); }
   /// Whether a forward hook at (p, layer) lets the gradient pass (pass_through): the backward then needs
   /// the values from before the hook where its own formula reads them (the softmax output of a pattern).
   bool passes_gradient(HookPoint p, int layer) const {
-    for (const auto& e : entries_)
-      if (!e->removed && !e->backward && e->filter.gradient == HookGradient::pass_through && e->filter.matches(p, layer))
-        return true;
-    return false;
+    return any_at(p, layer, [](const Entry& e) { return fires_forward(e) && e.filter.gradient == HookGradient::pass_through; });
   }
 
   /// Calls every matching forward hook, in registration order. `head_axis` is the axis of the tensor that
@@ -269,7 +257,7 @@ class HookRegistry {
     ctx.gradient = true;
     for_each_call(ctx, head_axis, true, [](const Entry& e, HookContext<T>& c) {
       if (e.backward) return e.fn(c);
-      if (e.filter.gradient == HookGradient::stop) for_each_element(c.tensor, [](T& g) { g = T(0); });
+      for_each_element(c.tensor, [](T& g) { g = T(0); });  // a forward hook here stops the gradient
     });
   }
 
@@ -292,6 +280,19 @@ class HookRegistry {
     bool backward = false;  // a gradient hook (add_backward)
     bool removed = false;
   };
+
+  // Which pass an entry takes part in: forward hooks run forward; backward hooks, and forward hooks that
+  // stop the gradient, act in the backward.
+  static bool fires_forward(const Entry& e) { return !e.backward; }
+  static bool fires_backward(const Entry& e) { return e.backward || e.filter.gradient == HookGradient::stop; }
+
+  // Whether a live entry at (p, layer) satisfies `pred`.
+  template <class Pred>
+  bool any_at(HookPoint p, int layer, Pred pred) const {
+    for (const auto& e : entries_)
+      if (!e->removed && pred(*e) && e->filter.matches(p, layer)) return true;
+    return false;
+  }
 
   HookHandle insert(HookFilter filter, Function fn, bool backward) {
     if (!fn) fail("HookRegistry::add: empty hook function");
@@ -326,7 +327,7 @@ class HookRegistry {
     for (std::size_t k = 0; k < n; ++k) {
       const std::shared_ptr<Entry> e = entries_[backward_pass ? n - 1 - k : k];
       if (e->removed || !e->filter.matches(ctx.point, ctx.layer)) continue;
-      if (backward_pass ? !(e->backward || e->filter.gradient == HookGradient::stop) : e->backward) continue;
+      if (!(backward_pass ? fires_backward(*e) : fires_forward(*e))) continue;
       if (e->filter.heads.empty() || head_axis < 0) {
         HookContext<T> c = ctx;
         call(*e, c);

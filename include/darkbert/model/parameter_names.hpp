@@ -22,6 +22,13 @@ struct ParameterSlot {
   T* data = nullptr;                ///< destination, row-major
   bool transposed = false;          ///< the checkpoint stores the transpose (GPT-2 Conv1D [in, out])
   bool encoder = false;             ///< part of the base model (embeddings, blocks, GPT-2 ln_f), not a task head
+
+  /// Number of elements (the product of the shape).
+  Index elements() const {
+    Index n = 1;
+    for (auto d : shape) n *= static_cast<Index>(d);
+    return n;
+  }
 };
 
 /// The base-model prefix a task checkpoint puts before the encoder names ("bert.embeddings...").

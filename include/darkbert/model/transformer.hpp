@@ -295,6 +295,18 @@ class Transformer {
     options.hooks->run(HookContext<T>{point, layer, -1, view, batch_mask, batch.batch_size, batch.length, config_.causal},
                        head_axis, options.training != nullptr);
   }
+  /// Part k (0 = q, 1 = k, 2 = v) of a fused [N, 3H] qkv buffer (or its gradient) as the [B, L, heads, d]
+  /// view its hook sees.
+  TensorView<T> qkv_view(T* qkv, int k, Index B, Index L) const {
+    const Index H = config_.hidden_size, d = config_.head_dim();
+    TensorView<T> v;
+    v.data = qkv + k * H;
+    v.rank = 4;
+    v.shape = {B, L, config_.num_heads, d};
+    v.strides = {L * 3 * H, 3 * H, d, 1};
+    return v;
+  }
+  static HookPoint qkv_point(int k) { return k == 0 ? HookPoint::q : k == 1 ? HookPoint::k : HookPoint::v; }
   /// Whether the backward has gradient-hook work at (point, layer).
   static bool hooked_backward(const HookRegistry<T>* hooks, HookPoint point, int layer) {
     return hooks && !hooks->empty() && hooks->active_backward(point, layer);
@@ -498,15 +510,8 @@ void Transformer<T>::block_forward(int layer, const Batch& batch, const T* in, T
     attn_in = buf.normed1;
   }
   ops::linear_forward<T>(attn_in, N, blk.qkv, buf.qkv, Activation::none, ws.gemm);  // [N, H] -> [N, 3H]
-  for (int k = 0; k < 3; ++k) {
-    // [B, L, heads, d] views into the fused qkv buffer
-    TensorView<T> v;
-    v.data = buf.qkv + k * H;
-    v.rank = 4;
-    v.shape = {B, L, nh, d};
-    v.strides = {L * 3 * H, 3 * H, d, 1};
-    run_hook(options, batch, ws.mask.data(), k == 0 ? HookPoint::q : k == 1 ? HookPoint::k : HookPoint::v, layer, v, 2);
-  }
+  for (int k = 0; k < 3; ++k)
+    run_hook(options, batch, ws.mask.data(), qkv_point(k), layer, qkv_view(buf.qkv, k, B, L), 2);
   attention(layer, batch, attn, buf, ws, options);
   run_hook(options, batch, ws.mask.data(), HookPoint::z, layer, TensorView<T>::contiguous(buf.ctx, {B, L, nh, d}), 2);
   ops::linear_forward<T>(buf.ctx, N, blk.attn_out, buf.proj, Activation::none, ws.gemm);  // [N, H] -> [N, H]
@@ -615,15 +620,7 @@ void Transformer<T>::block_backward(int layer, const Batch& batch, const T* in, 
   ops::linear_backward<T>(buf.ctx, d_branch, N, blk.attn_out, &g.attn_out, d_ctx);  // [N, H] -> [N, H]
   gradient_hook(HookPoint::z, TensorView<T>::contiguous(d_ctx, {B, L, nh, d}), 2);
   attention_backward(layer, batch, attn, buf, d_ctx, d_qkv, attention_work, pass, policies, hooks, mask);
-  for (int k = 0; k < 3; ++k) {
-    // [B, L, heads, d] views into the fused gradient, as the forward's q, k, v hooks see their tensors
-    TensorView<T> v;
-    v.data = d_qkv + k * H;
-    v.rank = 4;
-    v.shape = {B, L, nh, d};
-    v.strides = {L * 3 * H, 3 * H, d, 1};
-    gradient_hook(k == 0 ? HookPoint::q : k == 1 ? HookPoint::k : HookPoint::v, v, 2);
-  }
+  for (int k = 0; k < 3; ++k) gradient_hook(qkv_point(k), qkv_view(d_qkv, k, B, L), 2);
   add_into(d_in, d_resid);
   if (pre_ln) {
     ops::linear_backward<T>(buf.normed1, d_qkv, N, blk.qkv, &g.qkv, d_branch);  // -> d LN_1(in)

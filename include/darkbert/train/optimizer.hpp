@@ -76,12 +76,15 @@ class AdamW {
     for (std::size_t k = 0; k < all.size(); ++k) {
       const auto& slot = all[k];
       if (slot.encoder && !options.train_encoder) continue;
-      Index n = 1;
-      for (auto d : slot.shape) n *= d;
+      const Index n = slot.elements();
       slots_.push_back({offset_, n, slot.shape.size() >= 2, slot.data, k});
       offset_ += n;
     }
     slot_count_ = all.size();
+    for (std::size_t k = 0; k < slots_.size(); ++k)
+      for (Index first = 0; first < slots_[k].size; first += kChunk)
+        chunks_.push_back({k, first, std::min(slots_[k].size, first + kChunk)});
+    chunk_squares_.assign(chunks_.size(), 0.0);
     m_.assign(static_cast<std::size_t>(offset_), T(0));
     v_.assign(static_cast<std::size_t>(offset_), T(0));
   }
@@ -89,7 +92,12 @@ class AdamW {
   /// Sets every gradient of `grads` to zero (after a step, before the next micro-batches).
   void zero_grad(TransformerParams<T>& grads) {
     const auto& g = grad_slots(grads);
-    for (std::size_t k = 0; k < slots_.size(); ++k) std::fill(g[k], g[k] + slots_[k].size, T(0));
+    const Index chunks = static_cast<Index>(chunks_.size());
+#pragma omp parallel for schedule(static) if (!omp_in_parallel())
+    for (Index c = 0; c < chunks; ++c) {
+      const Chunk& chunk = chunks_[static_cast<std::size_t>(c)];
+      std::fill(g[chunk.slot] + chunk.first, g[chunk.slot] + chunk.last, T(0));
+    }
   }
 
   /// One update with learning rate lr from gradients summed over `micro_batches` micro-batches; clips
@@ -97,13 +105,16 @@ class AdamW {
   double step(TransformerParams<T>& grads, double lr, StepOptions step_options = {}) {
     const auto& gs = grad_slots(grads);
     const double average = 1.0 / std::max(1, step_options.micro_batches);
-    double squares = 0;  // in slot order, each slot in element order: deterministic
-    for (std::size_t k = 0; k < slots_.size(); ++k) {
-      const T* g = gs[k];
-      double s = 0;
-      for (Index i = 0; i < slots_[k].size; ++i) s += static_cast<double>(g[i]) * static_cast<double>(g[i]);
-      squares += s;
+    // Σ g² per fixed chunk of a slot (threads take whole chunks), then the chunks added in order: the
+    // same bits for any thread count.
+    const Index chunks = static_cast<Index>(chunks_.size());
+#pragma omp parallel for schedule(static) if (!omp_in_parallel())
+    for (Index c = 0; c < chunks; ++c) {
+      const Chunk& chunk = chunks_[static_cast<std::size_t>(c)];
+      chunk_squares_[static_cast<std::size_t>(c)] = sum_of_squares(gs[chunk.slot] + chunk.first, chunk.last - chunk.first);
     }
+    double squares = 0;
+    for (double s : chunk_squares_) squares += s;
     const double norm = std::sqrt(squares) * average;
     const double clip = step_options.max_grad_norm > 0 && norm > step_options.max_grad_norm
                             ? step_options.max_grad_norm / (norm + 1e-6)
@@ -114,15 +125,18 @@ class AdamW {
     const T correction2 = static_cast<T>(1 - std::pow(options_.beta2, static_cast<double>(steps_)));
     const T grad_scale = static_cast<T>(average * clip), eps = static_cast<T>(options_.epsilon);
     const T rate = static_cast<T>(lr);
-    for (std::size_t k = 0; k < slots_.size(); ++k) {
-      T* p = slots_[k].param;
-      const T* g = gs[k];
-      T* m = m_.data() + slots_[k].offset;
-      T* v = v_.data() + slots_[k].offset;
-      const T decay = slots_[k].decayed ? T(1) - rate * static_cast<T>(options_.weight_decay) : T(1);
-      const Index n = slots_[k].size;
-#pragma omp parallel for schedule(static) if (n > (1 << 16) && !omp_in_parallel())
-      for (Index i = 0; i < n; ++i) {
+    const T decayed = T(1) - rate * static_cast<T>(options_.weight_decay);
+#pragma omp parallel for schedule(static) if (!omp_in_parallel())
+    for (Index c = 0; c < chunks; ++c) {  // element-wise: any split gives the same bits
+      const Chunk& chunk = chunks_[static_cast<std::size_t>(c)];
+      const Slot& slot = slots_[chunk.slot];
+      T* p = slot.param;
+      const T* g = gs[chunk.slot];
+      T* m = m_.data() + slot.offset;
+      T* v = v_.data() + slot.offset;
+      const T decay = slot.decayed ? decayed : T(1);
+#pragma omp simd
+      for (Index i = chunk.first; i < chunk.last; ++i) {
         const T gi = g[i] * grad_scale;
         m[i] = b1 * m[i] + (T(1) - b1) * gi;
         v[i] = b2 * v[i] + (T(1) - b2) * gi * gi;
@@ -148,6 +162,24 @@ class AdamW {
     T* param;
     std::size_t index;  ///< position in parameter_slots (and in a gradient set's slots)
   };
+  /// A piece of a slot: the unit of the parallel norm and zeroing (fixed, so reductions are deterministic).
+  struct Chunk {
+    std::size_t slot;
+    Index first, last;
+  };
+  static constexpr Index kChunk = Index(1) << 15;
+  /// Σ v[i]² in double, element i into lane i % 8, the lanes added in order (vectorises, fixed order).
+  static double sum_of_squares(const T* v, Index n) {
+    double lane[8] = {};
+    Index i = 0;
+    for (; i + 8 <= n; i += 8)
+#pragma omp simd
+      for (Index l = 0; l < 8; ++l) lane[l] += static_cast<double>(v[i + l]) * static_cast<double>(v[i + l]);
+    for (Index l = 0; i < n; ++i, ++l) lane[l] += static_cast<double>(v[i]) * static_cast<double>(v[i]);
+    double s = 0;
+    for (double x : lane) s += x;
+    return s;
+  }
   /// Where each slot's gradient lives in `grads`, walked once per gradient set (no allocation per step).
   const std::vector<T*>& grad_slots(TransformerParams<T>& grads) {
     if (grads_of_ != &grads) {
@@ -156,8 +188,7 @@ class AdamW {
       grad_data_.clear();
       for (const auto& slot : slots_) {
         const auto& g = gs[slot.index];
-        Index n = 1;
-        for (auto d : g.shape) n *= d;
+        const Index n = g.elements();
         require(n == slot.size, "AdamW: gradient '", g.name, "' has ", n, " elements, the parameter ", slot.size);
         grad_data_.push_back(g.data);
       }
@@ -168,6 +199,8 @@ class AdamW {
   Transformer<T>& model_;
   AdamWOptions options_;
   std::vector<Slot> slots_;
+  std::vector<Chunk> chunks_;
+  std::vector<double> chunk_squares_;
   Index offset_ = 0;
   std::size_t slot_count_ = 0;
   std::vector<T> m_, v_;

@@ -143,8 +143,7 @@ std::map<std::string, TensorBytes> checkpoint_tensors(const TransformerParams<T>
   std::map<std::string, TensorBytes> tensors;
   std::vector<T> staging;
   for (const auto& slot : parameter_slots(params, config)) {
-    Index n = 1;
-    for (auto d : slot.shape) n *= d;
+    const Index n = slot.elements();
     const T* source = slot.data;
     if (slot.transposed) {  // back to Conv1D [in, out]
       staging.resize(static_cast<std::size_t>(n));
@@ -183,8 +182,7 @@ template <class T>
 TransformerParams<T> Transformer<T>::zero_gradients() const {
   TransformerParams<T> g = detail::allocate_params<T>(config_, task_heads());
   for (const auto& slot : parameter_slots(g, config_)) {
-    Index n = 1;
-    for (auto d : slot.shape) n *= d;
+    const Index n = slot.elements();
     std::fill(slot.data, slot.data + n, T(0));
   }
   return g;
@@ -200,8 +198,7 @@ Transformer<T> Transformer<T>::random(const ModelConfig& config, const TaskHeads
     const bool is_norm_weight = slot.name.find("LayerNorm.weight") != std::string::npos ||
                                 slot.name.find("layer_norm.weight") != std::string::npos ||
                                 slot.name.find("ln_") != std::string::npos;
-    Index n = 1;
-    for (auto d : slot.shape) n *= d;
+    const Index n = slot.elements();
     if (is_norm_weight && slot.name.size() > 7 && slot.name.compare(slot.name.size() - 7, 7, ".weight") == 0) {
       std::fill(slot.data, slot.data + n, T(1));
     } else if (slot.shape.size() == 1 && slot.name.find("bias") != std::string::npos) {
@@ -230,8 +227,7 @@ Transformer<T> Transformer<T>::with_task_heads(const ModelConfig& config, const 
   for (const auto& slot : parameter_slots(out.params_, out.config_)) {
     const auto it = mine.find(slot.name);
     if (it == mine.end() || it->second.shape != slot.shape) continue;
-    Index n = 1;
-    for (auto d : slot.shape) n *= d;
+    const Index n = slot.elements();
     std::copy(it->second.data, it->second.data + n, slot.data);
   }
   return out;

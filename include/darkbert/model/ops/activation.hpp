@@ -10,6 +10,8 @@
 /// One enum names them everywhere: the config's hidden_act, a linear layer's fused epilogue, a head's
 /// activation.
 
+#include <omp.h>  // omp_in_parallel
+
 #include <algorithm>    // std::min, std::max
 #include <cmath>        // std::erf, std::tanh, std::exp
 #include <type_traits>  // std::is_same_v
@@ -139,28 +141,57 @@ void activate(T* x, Index n, Activation f) {
   bias_epilogue<T>(x, nullptr, n, f);
 }
 
-/// Backward of y = f(u): grad[i] *= f'(u[i]). `pre` is u (GELU, ReLU), `post` is y (tanh); either may be
-/// null when f does not need it.
+namespace detail {
+/// activation_backward on one chunk of at most kActivationChunk elements. The GELUs send their exp/tanh
+/// through Eigen's vectorised functions first (std::exp and std::tanh in a loop are a scalar call per
+/// element); the formulas are gelu_*_derivative above.
+inline constexpr Index kActivationChunk = 256;
+DARKBERT_INTRINSICS_WARNINGS_OFF
 template <class T>
-void activation_backward(const T* pre, const T* post, T* grad, Index n, Activation f) {
+void activation_backward_chunk(const T* x, const T* post, T* grad, Index m, Activation f) {
+  alignas(64) T work[kActivationChunk];
+  using ConstArray = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
+  using Array = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
   switch (f) {
     case Activation::none: return;
     case Activation::gelu_erf:
+      Array(work, m) = (T(-0.5) * ConstArray(x, m).square()).exp();
 #pragma omp simd
-      for (Index i = 0; i < n; ++i) grad[i] *= gelu_erf_derivative(pre[i]);
+      for (Index i = 0; i < m; ++i) grad[i] *= T(0.5) * (T(1) + erf_of(x[i] * T(kSqrtHalf))) + x[i] * T(kInvSqrtTwoPi) * work[i];
       return;
     case Activation::gelu_tanh:
+      Array(work, m) = (T(kSqrtTwoOverPi) * (ConstArray(x, m) + T(0.044715) * ConstArray(x, m).cube())).tanh();
 #pragma omp simd
-      for (Index i = 0; i < n; ++i) grad[i] *= gelu_tanh_derivative(pre[i]);
+      for (Index i = 0; i < m; ++i) {
+        const T t = work[i];
+        grad[i] *= T(0.5) * (T(1) + t) + T(0.5) * x[i] * (T(1) - t * t) * T(kSqrtTwoOverPi) * (T(1) + T(3 * 0.044715) * x[i] * x[i]);
+      }
       return;
     case Activation::relu:
 #pragma omp simd
-      for (Index i = 0; i < n; ++i) grad[i] = pre[i] > T(0) ? grad[i] : T(0);
+      for (Index i = 0; i < m; ++i) grad[i] = x[i] > T(0) ? grad[i] : T(0);
       return;
     case Activation::tanh:
 #pragma omp simd
-      for (Index i = 0; i < n; ++i) grad[i] *= T(1) - post[i] * post[i];
+      for (Index i = 0; i < m; ++i) grad[i] *= T(1) - post[i] * post[i];
       return;
+  }
+}
+DARKBERT_INTRINSICS_WARNINGS_ON
+}  // namespace detail
+
+/// Backward of y = f(u): grad[i] *= f'(u[i]). `pre` is u (GELU, ReLU), `post` is y (tanh); either may be
+/// null when f does not need it. Element-wise, so large arrays are split over the threads (outside a
+/// parallel region) without changing a bit of the result.
+template <class T>
+void activation_backward(const T* pre, const T* post, T* grad, Index n, Activation f) {
+  constexpr Index chunk = detail::kActivationChunk;
+  const Index chunks = (n + chunk - 1) / chunk;
+#pragma omp parallel for schedule(static) if (n > (1 << 15) && !omp_in_parallel())
+  for (Index c = 0; c < chunks; ++c) {
+    const Index first = c * chunk;
+    detail::activation_backward_chunk(pre ? pre + first : nullptr, post ? post + first : nullptr, grad + first,
+                                      std::min(chunk, n - first), f);
   }
 }
 
