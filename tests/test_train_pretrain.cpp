@@ -61,6 +61,25 @@ TEST_CASE("pretraining lowers the held-out masked-LM loss") {
   CHECK(after.next_sentence_accuracy >= 0);
 }
 
+TEST_CASE("pretraining GPT-2 lowers the held-out causal-LM loss") {
+  // GPT2LMHeadModel built from its architecture name (not from checkpoint tensors) has its LM head.
+  const auto tokenizer = darkbert::Tokenizer::from_directory(darkbert::test::data_dir() / "vocab/gpt2");
+  const auto corpus = darkbert::tokenize_corpus(darkbert::test::data_dir() / "corpus/heldout.txt", tokenizer, {.max_documents = 6});
+  auto c = darkbert::ModelConfig::gpt2_shape(2, 16, 2, 32, 50257, 64);
+  c.architecture = "GPT2LMHeadModel";
+  auto model = darkbert::Transformer<float>::random(c, darkbert::TaskHeads::for_architecture(c), 5);
+  darkbert::PretrainingTask task(darkbert::Family::gpt2, corpus, corpus, tokenizer, {.max_length = 32, .heldout_windows = 8}, 9);
+  const auto before = task.evaluate(model);
+  CHECK(before.tokens == 8 * 31);  // every next-token position of the 8 held-out windows
+  CHECK(before.loss == doctest::Approx(std::log(50257.0)).epsilon(0.05));
+  darkbert::AdamW<float> optimizer(model);
+  auto o = options;
+  o.steps = 100;
+  o.checkpoint_every = 0;
+  darkbert::pretrain(model, optimizer, task, o, {});
+  CHECK(task.evaluate(model).loss < before.loss - 2.0);
+}
+
 TEST_CASE("a run stopped after a checkpoint and resumed from disk ends bit-identical") {
   const Setup s;
   const auto dir = darkbert::test::scratch_dir("pretrain_resume") / "checkpoint";

@@ -51,10 +51,11 @@ struct PretrainRecipe {
   std::int64_t eval_every = 100, checkpoint_every = 200;
   std::size_t probe_pairs = 200;
   std::string position_init = "normal";  // or "sinusoidal" (train/position_init.hpp)
+  double dropout = 0.1;                   // embedding, attention and hidden dropout while pretraining
 };
 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PretrainRecipe, arch, layers, hidden, heads, ff, seq, batch, lr, warmup, seed,
-                                   max_documents, eval_every, checkpoint_every, probe_pairs, position_init)
+                                   max_documents, eval_every, checkpoint_every, probe_pairs, position_init, dropout)
 
 // The named recipes. `mini`: the embedded default models; `tiny`: seconds-long runs for tests.
 inline PretrainRecipe named_recipe(const std::string& name, const std::string& arch) {
@@ -83,6 +84,7 @@ struct PretrainCommand {
   std::optional<std::int64_t> warmup, eval_every, checkpoint_every;
   std::optional<std::uint64_t> seed;
   std::optional<std::string> position_init;
+  std::optional<double> dropout;
 
   PretrainRecipe settings() const {
     PretrainRecipe r = named_recipe(recipe, arch);
@@ -92,7 +94,7 @@ struct PretrainCommand {
     set(r.layers, layers), set(r.hidden, hidden), set(r.heads, heads), set(r.ff, ff), set(r.seq, seq);
     set(r.batch, batch), set(r.lr, lr), set(r.warmup, warmup), set(r.seed, seed);
     set(r.max_documents, max_documents), set(r.eval_every, eval_every), set(r.checkpoint_every, checkpoint_every);
-    set(r.probe_pairs, probe_pairs), set(r.position_init, position_init);
+    set(r.probe_pairs, probe_pairs), set(r.position_init, position_init), set(r.dropout, dropout);
     return r;
   }
 };
@@ -101,6 +103,7 @@ inline ModelConfig recipe_config(const PretrainRecipe& r) {
   ModelConfig c = r.arch == "gpt2" ? ModelConfig::gpt2_shape(r.layers, r.hidden, r.heads, r.ff, 50257, std::max(r.seq, 128))
                                    : ModelConfig::bert_shape(r.layers, r.hidden, r.heads, r.ff, 30522, std::max(r.seq, 128));
   c.architecture = r.arch == "gpt2" ? "GPT2LMHeadModel" : "BertForPreTraining";
+  c.embedding_dropout = c.attention_dropout = c.hidden_dropout = r.dropout;
   c.validate("pretrain recipe");
   return c;
 }
@@ -203,10 +206,10 @@ inline void run_pretrain_command(const PretrainCommand& cmd) {
     write_file_atomically(heads_csv, "step,layer,head,neighbour_share,special_share,segment_share\n");
   }
   std::printf("pretraining %s: %d layers x %d hidden x %d heads, FFN %d, %lld parameters; seq %d, batch %zu, lr %g, "
-              "warm-up %lld, %s positions; corpus %zu documents, %zu tokens\n",
+              "warm-up %lld, %s positions, dropout %g; corpus %zu documents, %zu tokens\n",
               gpt2 ? "GPT-2" : "BERT", r.layers, r.hidden, r.heads, r.ff,
               static_cast<long long>(optimizer.first_moments().size()), r.seq, r.batch, r.lr,
-              static_cast<long long>(r.warmup), r.position_init.c_str(), train.documents(), train.tokens.size());
+              static_cast<long long>(r.warmup), r.position_init.c_str(), r.dropout, train.documents(), train.tokens.size());
 
   HeldoutScore last;
   auto evaluate = [&](const PretrainState& s, double train_loss) {
@@ -274,6 +277,8 @@ void add_pretrain_command(CLI::App& app) {
   cmd->add_option("--checkpoint-every", o->checkpoint_every, "Override: steps between checkpoints");
   cmd->add_option("--position-init", o->position_init, "Override: normal (N(0, 0.02)) or sinusoidal position embeddings at the start")
       ->check(CLI::IsMember({"normal", "sinusoidal"}));
+  cmd->add_option("--dropout", o->dropout, "Override: embedding, attention and hidden dropout probability")
+      ->check(CLI::Range(0.0, 0.99));
   cmd->add_option("--probe-pairs", o->probe_pairs, "Override: MRPC dev pairs for the per-head attention masses");
   cmd->add_flag("--quiet", o->quiet, "No progress bar");
   cmd->add_option("--kill-after-step", o->kill_after_step, "Testing: kill this process (SIGKILL) after step N");

@@ -36,7 +36,10 @@ struct TaskHeads {
     };
     TaskHeads h;
     const bool bert = c.family == Family::bert;
-    if (a.empty() || ends("Model")) {
+    if (ends("LMHeadModel")) {  // before "Model", which it also ends with
+      if (c.family != Family::gpt2) fail("architecture \"", a, "\": only GPT-2 has a causal-LM head");
+      h.causal_lm = true;
+    } else if (a.empty() || ends("Model")) {
       h.pooler = bert;
     } else if (ends("ForSequenceClassification")) {
       h.pooler = bert;
@@ -47,9 +50,6 @@ struct TaskHeads {
     } else if (ends("ForMaskedLM")) {
       if (c.family == Family::gpt2) fail("architecture \"", a, "\": GPT-2 has no masked-LM head");
       h.masked_lm = true;
-    } else if (ends("LMHeadModel")) {
-      if (c.family != Family::gpt2) fail("architecture \"", a, "\": only GPT-2 has a causal-LM head");
-      h.causal_lm = true;
     } else {
       fail("architecture \"", a, "\" is not supported (use *Model, *ForSequenceClassification, *ForPreTraining, "
            "*ForMaskedLM or GPT2LMHeadModel)");

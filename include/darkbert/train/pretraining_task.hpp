@@ -27,6 +27,7 @@
 #include "../core/error.hpp"
 #include "../data/pretraining_corpus.hpp"
 #include "../data/seeded_shuffle.hpp"
+#include "../model/ops/loss.hpp"  // log_sum_exp
 #include "../model/transformer.hpp"
 #include "../tokenizer/tokenizer.hpp"
 #include "causal_lm_data.hpp"
@@ -148,9 +149,7 @@ class PretrainingTask {
         T top = logits[0];
         for (Index v = 1; v < V; ++v)
           if (logits[v] > top) top = logits[best = v];
-        double sum = 0;
-        for (Index v = 0; v < V; ++v) sum += std::exp(static_cast<double>(logits[v] - top));
-        loss += std::log(sum) - static_cast<double>(logits[target] - top);
+        loss += static_cast<double>(ops::log_sum_exp(logits, V)) - static_cast<double>(logits[target]);
         correct += best == target;
         ++score.tokens;
       };

@@ -30,6 +30,7 @@
 #include <Eigen/Core>  // Eigen::Map, Eigen::OuterStride
 
 #include "../../core/error.hpp"
+#include "../../core/fixed_order_sum.hpp"
 #include "../../core/matrix.hpp"
 #include "../../core/tensor.hpp"  // AlignedAllocator
 #include "../../core/xwt_gemm.hpp"  // xwt_kernel_available
@@ -125,22 +126,6 @@ bool attention_on_tile() {
   return DARKBERT_HAS_AVX512_KERNEL && xwt_kernel_available<T>();
 }
 }  // namespace detail
-
-/// Sum of v[0..n) in an order fixed by the indices alone (element j goes to partial sum j % 16, and the
-/// 16 partial sums are added pairwise), so it vectorises and yet never depends on the buffer's alignment.
-template <class T>
-T fixed_order_sum(const T* v, Index n) {
-  constexpr Index lanes = 16;
-  T partial[lanes] = {};
-  Index j = 0;
-  for (; j + lanes <= n; j += lanes)
-#pragma omp simd
-    for (Index l = 0; l < lanes; ++l) partial[l] += v[j + l];
-  for (Index l = 0; j < n; ++j, ++l) partial[l] += v[j];
-  for (Index width = lanes / 2; width > 0; width /= 2)
-    for (Index l = 0; l < width; ++l) partial[l] += partial[l + width];
-  return partial[0];
-}
 
 /// scores[b, h] = scale · Q_bh K_bhᵀ, then the padding and causal masks.
 /// key_mask [B, L]: 1 = real token, 0 = padding.
