@@ -162,7 +162,7 @@ class AdamW {
     T* param;
     std::size_t index;  ///< position in parameter_slots (and in a gradient set's slots)
   };
-  /// A piece of a slot: the unit of the parallel norm and zeroing (fixed, so reductions are deterministic).
+  /// A piece of a slot: the unit of the parallel norm, update and zeroing (fixed, so the norm is deterministic).
   struct Chunk {
     std::size_t slot;
     Index first, last;
