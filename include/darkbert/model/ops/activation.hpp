@@ -68,10 +68,10 @@ template <class T>
 inline T gelu_erf(T x) {
   return T(0.5) * x * (T(1) + erf_of(x * T(kSqrtHalf)));
 }
-/// d/dx gelu_erf = Φ(x) + x φ(x)
+/// d/dx gelu_erf = Φ(x) + x φ(x), given gauss = exp(-x²/2) (computed vectorised by the caller).
 template <class T>
-inline T gelu_erf_derivative(T x) {
-  return T(0.5) * (T(1) + erf_of(x * T(kSqrtHalf))) + x * T(kInvSqrtTwoPi) * std::exp(T(-0.5) * x * x);
+inline T gelu_erf_derivative(T x, T gauss) {
+  return T(0.5) * (T(1) + erf_of(x * T(kSqrtHalf))) + x * T(kInvSqrtTwoPi) * gauss;
 }
 
 /// 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x³))).
@@ -79,10 +79,9 @@ template <class T>
 inline T gelu_tanh(T x) {
   return T(0.5) * x * (T(1) + std::tanh(T(kSqrtTwoOverPi) * (x + T(0.044715) * x * x * x)));
 }
-/// d/dx gelu_tanh.
+/// d/dx gelu_tanh, given t = tanh(sqrt(2/pi) (x + 0.044715 x³)) (computed vectorised by the caller).
 template <class T>
-inline T gelu_tanh_derivative(T x) {
-  const T t = std::tanh(T(kSqrtTwoOverPi) * (x + T(0.044715) * x * x * x));
+inline T gelu_tanh_derivative(T x, T t) {
   return T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * T(kSqrtTwoOverPi) * (T(1) + T(3 * 0.044715) * x * x);
 }
 
@@ -144,7 +143,7 @@ void activate(T* x, Index n, Activation f) {
 namespace detail {
 /// activation_backward on one chunk of at most kActivationChunk elements. The GELUs send their exp/tanh
 /// through Eigen's vectorised functions first (std::exp and std::tanh in a loop are a scalar call per
-/// element); the formulas are gelu_*_derivative above.
+/// element), then gelu_*_derivative above.
 inline constexpr Index kActivationChunk = 256;
 DARKBERT_INTRINSICS_WARNINGS_OFF
 template <class T>
@@ -157,15 +156,12 @@ void activation_backward_chunk(const T* x, const T* post, T* grad, Index m, Acti
     case Activation::gelu_erf:
       Array(work, m) = (T(-0.5) * ConstArray(x, m).square()).exp();
 #pragma omp simd
-      for (Index i = 0; i < m; ++i) grad[i] *= T(0.5) * (T(1) + erf_of(x[i] * T(kSqrtHalf))) + x[i] * T(kInvSqrtTwoPi) * work[i];
+      for (Index i = 0; i < m; ++i) grad[i] *= gelu_erf_derivative(x[i], work[i]);
       return;
     case Activation::gelu_tanh:
       Array(work, m) = (T(kSqrtTwoOverPi) * (ConstArray(x, m) + T(0.044715) * ConstArray(x, m).cube())).tanh();
 #pragma omp simd
-      for (Index i = 0; i < m; ++i) {
-        const T t = work[i];
-        grad[i] *= T(0.5) * (T(1) + t) + T(0.5) * x[i] * (T(1) - t * t) * T(kSqrtTwoOverPi) * (T(1) + T(3 * 0.044715) * x[i] * x[i]);
-      }
+      for (Index i = 0; i < m; ++i) grad[i] *= gelu_tanh_derivative(x[i], work[i]);
       return;
     case Activation::relu:
 #pragma omp simd

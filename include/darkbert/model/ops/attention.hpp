@@ -202,10 +202,7 @@ DARKBERT_AVX512_TARGET inline void softmax_row_avx512(float* row, Index visible)
   __m512 vmax = _mm512_set1_ps(row[0]);
   for (Index j = 0; j < visible; j += 16)
     vmax = _mm512_mask_max_ps(vmax, first_lanes(visible - j), vmax, _mm512_maskz_loadu_ps(first_lanes(visible - j), row + j));
-  const __m256 half = _mm256_max_ps(_mm512_extractf32x8_ps(vmax, 0), _mm512_extractf32x8_ps(vmax, 1));
-  __m128 quarter = _mm_max_ps(_mm256_castps256_ps128(half), _mm256_extractf128_ps(half, 1));
-  quarter = _mm_max_ps(quarter, _mm_movehl_ps(quarter, quarter));
-  const __m512 max = _mm512_set1_ps(_mm_cvtss_f32(_mm_max_ss(quarter, _mm_shuffle_ps(quarter, quarter, 1))));
+  const __m512 max = _mm512_set1_ps(_mm512_reduce_max_ps(vmax));  // exact in any order
   __m512 partial = _mm512_setzero_ps();  // element j adds to lane j % 16, as in fixed_order_sum
   for (Index j = 0; j < visible; j += 16) {
     const __mmask16 lanes = first_lanes(visible - j);
