@@ -31,6 +31,32 @@ darkbert::LabelledTexts synthetic_texts(int n, std::uint64_t seed) {
   return t;
 }
 
+// Pairs as a tokenizer gives them: [CLS] a [SEP] b [SEP], segment b of type 1. The label (of num_labels) is
+// which of the tokens 5, 6, 7 occurs in segment b. Ids stay within 10..39 otherwise, inside every golden
+// vocabulary and clear of its padding id.
+darkbert::LabelledTexts synthetic_pairs(int n, int num_labels, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  darkbert::LabelledTexts t;
+  t.num_labels = num_labels;
+  for (int i = 0; i < n; ++i) {
+    darkbert::Encoding e;
+    const int label = static_cast<int>(rng() % static_cast<unsigned>(num_labels));
+    e.ids.push_back(2);
+    for (int k = 0; k < 3 + static_cast<int>(rng() % 3); ++k) e.ids.push_back(10 + static_cast<int>(rng() % 30));
+    e.ids.push_back(3);
+    e.token_type_ids.assign(e.ids.size(), 0);
+    const std::size_t b_first = e.ids.size();
+    for (int k = 0; k < 3 + static_cast<int>(rng() % 3); ++k) e.ids.push_back(10 + static_cast<int>(rng() % 30));
+    e.ids[b_first + rng() % (e.ids.size() - b_first)] = 5 + label;
+    e.ids.push_back(3);
+    e.token_type_ids.resize(e.ids.size(), 1);
+    e.attention_mask.assign(e.ids.size(), 1);
+    t.encodings.push_back(e);
+    t.labels.push_back(label);
+  }
+  return t;
+}
+
 darkbert::ModelConfig pretraining_config() {
   auto c = darkbert::ModelConfig::bert_shape(2, 16, 2, 32, 30, 32);
   c.architecture = "BertForPreTraining";
@@ -95,4 +121,32 @@ TEST_CASE("a frozen encoder stays bit-identical while the heads learn") {
   CHECK(model.params().blocks[0].qkv.weight == encoder_before);
   CHECK(model.params().embeddings.word == embeddings_before);
   CHECK(model.params().task_heads.classifier->out.weight != classifier_before);
+}
+
+TEST_CASE("every family fine-tunes on pairs: token types reach only the models that have segment embeddings") {
+  namespace fs = std::filesystem;
+  // The golden classifiers, and RoBERTa's encoder given a fresh classifier (one token type: only type 0).
+  for (const std::string name : {"bert_seqcls3", "distilbert_seqcls", "gpt2_seqcls", "roberta_model"}) {
+    CAPTURE(name);
+    auto model = darkbert::Transformer<float>::load(darkbert::test::golden_dir() / "models" / name);
+    if (!model.params().task_heads.classifier) {
+      auto c = model.config();
+      c.architecture = "RobertaForSequenceClassification";
+      c.labels = {"no", "yes"};
+      model = model.with_task_heads(c, darkbert::TaskHeads::for_architecture(c), 7);
+    }
+    const auto& c = model.config();
+    CHECK((darkbert::token_types_for(c) == darkbert::TokenTypes::keep) == (c.family == darkbert::Family::bert));
+    const int pad = std::max(c.pad_token_id, 0);
+    const int labels = static_cast<int>(model.params().task_heads.classifier->out.out());
+    const auto train = synthetic_pairs(384, labels, 1), dev = synthetic_pairs(150, labels, 2);
+    const auto batch = darkbert::batch_of(train, std::vector<std::size_t>{0, 1}, pad, darkbert::token_types_for(c));
+    CHECK(batch.token_type_ids.empty() == (c.family != darkbert::Family::bert));
+    const auto history = darkbert::fine_tune(model, train, pad, {.epochs = 8, .batch_size = 16, .learning_rate = 3e-3,
+                                                                 .seed = 5, .show_progress = false});
+    CHECK(history.epoch_loss.back() < history.epoch_loss.front());
+    const double after = darkbert::accuracy_metric(darkbert::predict(model, dev, pad), dev.labels);
+    INFO("dev accuracy " << after << ", majority " << dev.majority_rate() << ", epoch losses " << history.epoch_loss.front() << " -> " << history.epoch_loss.back());
+    CHECK(after > dev.majority_rate() + 0.2);
+  }
 }

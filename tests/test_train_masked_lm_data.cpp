@@ -121,6 +121,29 @@ TEST_CASE("masking: 15% of the non-special tokens, 80/10/10, keyed per example")
   }
 }
 
+TEST_CASE("masking at another rate: round(rate) of each example's tokens, up to max_predictions") {
+  const auto corpus = synthetic_corpus(30, 10, 6);
+  const auto pairs = darkbert::make_segment_pairs(corpus, {.max_length = 64}, 3);
+  const darkbert::MaskedLmVocabulary vocab{.cls = 1, .sep = 2, .mask = 3, .pad = 0, .size = 900};
+  std::vector<std::size_t> rows;
+  std::vector<std::uint64_t> keys;
+  for (std::size_t i = 0; i < pairs.size(); ++i) {
+    rows.push_back(i);
+    keys.push_back(i);
+  }
+  for (const int cap : {1000, 10}) {
+    CAPTURE(cap);
+    darkbert::MaskedLmBatch mb;
+    darkbert::make_masked_lm_batch(pairs, rows, keys, vocab, {.mask_prob = 0.4, .max_predictions = cap}, 11, mb);
+    std::vector<long> per_row(pairs.size(), 0);
+    for (const auto& [b, i] : mb.positions) ++per_row[static_cast<std::size_t>(b)];
+    for (std::size_t r = 0; r < pairs.size(); ++r) {
+      const auto n = static_cast<double>(pairs[r].a.size() + pairs[r].b.size());
+      CHECK(per_row[r] == std::min<long>(cap, std::max(1L, std::lround(0.4 * n))));
+    }
+  }
+}
+
 TEST_CASE("causal windows join documents with the end-of-text token") {
   const auto corpus = synthetic_corpus(3, 2, 4);
   const auto windows = darkbert::TokenWindows::from_corpus(corpus, 7, 5);

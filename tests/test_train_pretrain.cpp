@@ -41,6 +41,49 @@ std::vector<float> all_parameters(darkbert::Transformer<float>& m) {
   return out;
 }
 
+// Trains `options` straight, and again stopped after step 6 (checkpoint at 4) and resumed from disk in
+// fresh objects; the two must end bit-identical.
+void check_resume_is_bit_identical(const Setup& s, const darkbert::PretrainOptions& options) {
+  const auto dir = darkbert::test::scratch_dir("pretrain_resume") / "checkpoint";
+  // Uninterrupted.
+  auto straight = s.model();
+  {
+    auto task = s.task();
+    darkbert::AdamW<float> optimizer(straight);
+    darkbert::pretrain(straight, optimizer, task, options, {});
+  }
+  // Stopped after step 6 (checkpoint at 4), then resumed from the checkpoint in fresh objects.
+  {
+    auto model = s.model();
+    auto task = s.task();
+    darkbert::AdamW<float> optimizer(model);
+    darkbert::PretrainCallbacks<float> callbacks;
+    callbacks.checkpoint = [&](const darkbert::PretrainState& st) {
+      darkbert::save_training_checkpoint(dir, model, optimizer, st.to_json());
+    };
+    callbacks.after_step = [](const darkbert::PretrainState& st) {
+      if (st.step == 6) throw Stop{};
+    };
+    CHECK_THROWS_AS(darkbert::pretrain(model, optimizer, task, options, {}, callbacks), Stop);
+  }
+  // A kill between the two renames of the next save leaves only <dir>.old and a torn <dir>.tmp.
+  std::filesystem::rename(dir, std::filesystem::path(dir.string() + ".old"));
+  std::filesystem::create_directories(dir.string() + ".tmp");
+  darkbert::test::write_file(std::filesystem::path(dir.string() + ".tmp") / "state.json", "{\"step\": ");
+  auto [model, json] = darkbert::load_training_checkpoint<float>(dir);
+  const auto state = darkbert::PretrainState::from_json(json, "state.json");
+  CHECK(state.step == 4);
+  darkbert::AdamW<float> optimizer(model);
+  darkbert::restore_optimizer(dir, optimizer);
+  CHECK(optimizer.steps() == 4);
+  auto task = s.task();
+  const auto end = darkbert::pretrain(model, optimizer, task, options, state);
+  CHECK(end.step == 12);
+  const auto a = all_parameters(straight), b = all_parameters(model);
+  REQUIRE(a.size() == b.size());
+  CHECK(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
+}
+
 }  // namespace
 
 TEST_CASE("pretraining lowers the held-out masked-LM loss") {
@@ -80,46 +123,53 @@ TEST_CASE("pretraining GPT-2 lowers the held-out causal-LM loss") {
   CHECK(task.evaluate(model).loss < before.loss - 2.0);
 }
 
+TEST_CASE("a short phase trains on short examples first, then on max_length, each length in its own epochs") {
+  auto o = options;
+  o.short_length = 16;
+  o.short_fraction = 0.5;
+  CHECK(o.length_at(0, 0, 32) == 16);  // the schedule's length not known yet: the start
+  CHECK(o.length_at(5, 12, 32) == 16);
+  CHECK(o.length_at(6, 12, 32) == 32);
+  CHECK(options.length_at(0, 12, 32) == 32);
+  const Setup s;
+  auto model = s.model();
+  auto task = s.task();
+  darkbert::AdamW<float> optimizer(model);
+  std::vector<int> lengths;
+  std::vector<std::int64_t> epochs;
+  darkbert::PretrainCallbacks<float> callbacks;
+  callbacks.after_step = [&](const darkbert::PretrainState& st) {
+    lengths.push_back(st.length);
+    epochs.push_back(st.epoch);
+  };
+  darkbert::pretrain(model, optimizer, task, o, {}, callbacks);
+  CHECK(lengths == std::vector<int>{16, 16, 16, 16, 16, 16, 32, 32, 32, 32, 32, 32});
+  CHECK(epochs[6] == epochs[5] + 1);
+  const auto short_batch = task.batch(0, 0, 4, 16);
+  CHECK(short_batch.batch.length <= 16);
+  CHECK(darkbert::test::message_of([&] { task.batch(0, 0, 4, 40); }).find("40 tokens") != std::string::npos);
+}
+
+TEST_CASE("the task's masking rate applies to training batches, not to the held-out score") {
+  const Setup s;
+  darkbert::PretrainingTask usual = s.task();
+  darkbert::PretrainingTask heavy(darkbert::Family::bert, s.corpus, s.corpus, s.tokenizer,
+                                  {.max_length = 32, .heldout_pairs = 24, .masking = {.mask_prob = 0.3}}, 9);
+  const auto few = usual.batch(0, 0, 8).positions.size(), many = heavy.batch(0, 0, 8).positions.size();
+  CHECK(static_cast<double>(many) == doctest::Approx(2.0 * static_cast<double>(few)).epsilon(0.2));
+  const auto model = s.model();
+  CHECK(heavy.evaluate(model).tokens == usual.evaluate(model).tokens);
+}
+
 TEST_CASE("a run stopped after a checkpoint and resumed from disk ends bit-identical") {
   const Setup s;
+  check_resume_is_bit_identical(s, options);
+  auto with_short_phase = options;  // resumed at step 4 before the change of length at 6, and run across it
+  with_short_phase.short_length = 16;
+  with_short_phase.short_fraction = 0.5;
+  check_resume_is_bit_identical(s, with_short_phase);
+
   const auto dir = darkbert::test::scratch_dir("pretrain_resume") / "checkpoint";
-  // Uninterrupted.
-  auto straight = s.model();
-  {
-    auto task = s.task();
-    darkbert::AdamW<float> optimizer(straight);
-    darkbert::pretrain(straight, optimizer, task, options, {});
-  }
-  // Stopped after step 6 (checkpoint at 4), then resumed from the checkpoint in fresh objects.
-  {
-    auto model = s.model();
-    auto task = s.task();
-    darkbert::AdamW<float> optimizer(model);
-    darkbert::PretrainCallbacks<float> callbacks;
-    callbacks.checkpoint = [&](const darkbert::PretrainState& st) {
-      darkbert::save_training_checkpoint(dir, model, optimizer, st.to_json());
-    };
-    callbacks.after_step = [](const darkbert::PretrainState& st) {
-      if (st.step == 6) throw Stop{};
-    };
-    CHECK_THROWS_AS(darkbert::pretrain(model, optimizer, task, options, {}, callbacks), Stop);
-  }
-  // A kill between the two renames of the next save leaves only <dir>.old and a torn <dir>.tmp.
-  std::filesystem::rename(dir, std::filesystem::path(dir.string() + ".old"));
-  std::filesystem::create_directories(dir.string() + ".tmp");
-  darkbert::test::write_file(std::filesystem::path(dir.string() + ".tmp") / "state.json", "{\"step\": ");
-  auto [model, json] = darkbert::load_training_checkpoint<float>(dir);
-  const auto state = darkbert::PretrainState::from_json(json, "state.json");
-  CHECK(state.step == 4);
-  darkbert::AdamW<float> optimizer(model);
-  darkbert::restore_optimizer(dir, optimizer);
-  CHECK(optimizer.steps() == 4);
-  auto task = s.task();
-  const auto end = darkbert::pretrain(model, optimizer, task, options, state);
-  CHECK(end.step == 12);
-  const auto a = all_parameters(straight), b = all_parameters(model);
-  REQUIRE(a.size() == b.size());
-  CHECK(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
 
   CHECK(darkbert::test::message_of([&] { darkbert::load_training_checkpoint<float>(dir.parent_path() / "none"); })
             .find("no training checkpoint") != std::string::npos);

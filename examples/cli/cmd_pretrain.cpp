@@ -14,6 +14,8 @@
 //   heldout_accuracy=... heldout_loss=... steps=... tokens_per_s=...
 
 #include <CLI/CLI.hpp>
+#include <algorithm>   // std::max, std::min
+#include <cmath>       // std::ceil
 
 #include <csignal>     // std::raise, SIGKILL
 
@@ -51,11 +53,16 @@ struct PretrainRecipe {
   std::int64_t eval_every = 100, checkpoint_every = 200;
   std::size_t probe_pairs = 200;
   std::string position_init = "normal";  // or "sinusoidal" (train/position_init.hpp)
+  double position_rms = 0.02;             // root-mean-square of the initial position table
   double dropout = 0.1;                   // embedding, attention and hidden dropout while pretraining
+  double mask_prob = 0.15;                // BERT: share of the tokens masked for training (held-out: 0.15)
+  int short_seq = 0;                      // tokens per example in a first, short phase (0 = none; pretrain.hpp)
+  double short_fraction = 0;              // share of the steps in that phase
 };
 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PretrainRecipe, arch, layers, hidden, heads, ff, seq, batch, lr, warmup, seed,
-                                   max_documents, eval_every, checkpoint_every, probe_pairs, position_init, dropout)
+                                   max_documents, eval_every, checkpoint_every, probe_pairs, position_init,
+                                   position_rms, dropout, mask_prob, short_seq, short_fraction)
 
 // The named recipes. `mini`: the embedded default models; `tiny`: seconds-long runs for tests.
 inline PretrainRecipe named_recipe(const std::string& name, const std::string& arch) {
@@ -78,13 +85,13 @@ struct PretrainCommand {
   bool resume = false, quiet = false;
   std::int64_t kill_after_step = 0;  // testing crash safety: SIGKILL this process after that step
   // Overrides (unset = the recipe's value).
-  std::optional<int> layers, hidden, heads, ff, seq;
+  std::optional<int> layers, hidden, heads, ff, seq, short_seq;
   std::optional<std::size_t> batch, max_documents, probe_pairs;
   std::optional<double> lr;
   std::optional<std::int64_t> warmup, eval_every, checkpoint_every;
   std::optional<std::uint64_t> seed;
   std::optional<std::string> position_init;
-  std::optional<double> dropout;
+  std::optional<double> dropout, position_rms, mask_prob, short_fraction;
 
   PretrainRecipe settings() const {
     PretrainRecipe r = named_recipe(recipe, arch);
@@ -95,6 +102,9 @@ struct PretrainCommand {
     set(r.batch, batch), set(r.lr, lr), set(r.warmup, warmup), set(r.seed, seed);
     set(r.max_documents, max_documents), set(r.eval_every, eval_every), set(r.checkpoint_every, checkpoint_every);
     set(r.probe_pairs, probe_pairs), set(r.position_init, position_init), set(r.dropout, dropout);
+    set(r.position_rms, position_rms), set(r.mask_prob, mask_prob);
+    set(r.short_seq, short_seq), set(r.short_fraction, short_fraction);
+    if (r.short_seq > r.seq) fail("pretrain: the short phase's length (", r.short_seq, ") exceeds the sequence length (", r.seq, ")");
     return r;
   }
 };
@@ -179,19 +189,24 @@ inline void run_pretrain_command(const PretrainCommand& cmd) {
   const auto train = tokenize_corpus(root.find("corpus/train.txt", "pretraining corpus", "see ../shared/data"), tokenizer, corpus_options);
   const auto heldout = tokenize_corpus(root.find("corpus/heldout.txt", "held-out corpus", "see ../shared/data"), tokenizer,
                                        {.show_progress = !cmd.quiet});
-  PretrainingTask task(gpt2 ? Family::gpt2 : Family::bert, train, heldout, tokenizer, {.max_length = r.seq}, r.seed);
+  PretrainingTask task(gpt2 ? Family::gpt2 : Family::bert, train, heldout, tokenizer,
+                       {.max_length = r.seq,
+                        .masking = {.mask_prob = r.mask_prob,  // Google's cap of 20 at 15% of 128, scaled up with the rate
+                                    .max_predictions = std::max(20, static_cast<int>(std::ceil(r.seq * r.mask_prob)))}},
+                       r.seed);
 
-  // The §3.1 probe: MRPC dev pairs, as the paper's analysis feeds them.
+  const ModelConfig config = recipe_config(r);
+  // The §3.1 probe: MRPC dev pairs, as the paper's analysis feeds them, whole (up to the model's 128 or
+  // more positions) whatever the training length, so that every run is measured on the same inputs.
   auto mrpc = load_glue(root, GlueTask::mrpc, "dev");
   std::vector<Encoding> probe_inputs;
   for (std::size_t i = 0; i < std::min(r.probe_pairs, mrpc.examples.size()); ++i)
     probe_inputs.push_back(tokenizer.encode_pair(mrpc.examples[i].text_a, mrpc.examples[i].text_b,
-                                                 {.max_length = static_cast<std::size_t>(r.seq)}));
+                                                 {.max_length = static_cast<std::size_t>(config.max_sequence_length())}));
   const HeadPatternProbe probe(std::move(probe_inputs));
 
-  const ModelConfig config = recipe_config(r);
   auto model = loaded ? std::move(*loaded) : Transformer<float>::random(config, TaskHeads::for_architecture(config), r.seed);
-  if (!loaded && r.position_init == "sinusoidal") init_sinusoidal_positions(model.params().embeddings.position, 0.02);
+  if (!loaded) init_positions(model.params().embeddings.position, r.position_init, r.position_rms, Transformer<float>::random_init_std);
   AdamW<float> optimizer(model, {.weight_decay = 0.01});
   if (loaded) restore_optimizer(checkpoint_dir, optimizer);
   fs::create_directories(cmd.out);
@@ -206,10 +221,12 @@ inline void run_pretrain_command(const PretrainCommand& cmd) {
     write_file_atomically(heads_csv, "step,layer,head,neighbour_share,special_share,segment_share\n");
   }
   std::printf("pretraining %s: %d layers x %d hidden x %d heads, FFN %d, %lld parameters; seq %d, batch %zu, lr %g, "
-              "warm-up %lld, %s positions, dropout %g; corpus %zu documents, %zu tokens\n",
+              "warm-up %lld, %s positions (rms %g), dropout %g, mask %g, short phase %d tokens for %g of the steps; "
+              "corpus %zu documents, %zu tokens\n",
               gpt2 ? "GPT-2" : "BERT", r.layers, r.hidden, r.heads, r.ff,
               static_cast<long long>(optimizer.first_moments().size()), r.seq, r.batch, r.lr,
-              static_cast<long long>(r.warmup), r.position_init.c_str(), r.dropout, train.documents(), train.tokens.size());
+              static_cast<long long>(r.warmup), r.position_init.c_str(), r.position_rms, r.dropout, r.mask_prob,
+              r.short_seq, r.short_fraction, train.documents(), train.tokens.size());
 
   HeldoutScore last;
   auto evaluate = [&](const PretrainState& s, double train_loss) {
@@ -239,7 +256,8 @@ inline void run_pretrain_command(const PretrainCommand& cmd) {
   const PretrainOptions options{.batch_size = r.batch, .learning_rate = r.lr, .warmup_steps = r.warmup,
                                 .steps = cmd.steps, .minutes = cmd.minutes, .seed = r.seed,
                                 .eval_every = r.eval_every, .checkpoint_every = r.checkpoint_every,
-                                .show_progress = !cmd.quiet};
+                                .show_progress = !cmd.quiet, .short_length = r.short_seq,
+                                .short_fraction = r.short_fraction};
   auto after_step = [&](const PretrainState& s) {
     if (cmd.kill_after_step > 0 && s.step == cmd.kill_after_step) std::raise(SIGKILL);  // no clean-up, as a crash
   };
@@ -277,6 +295,14 @@ void add_pretrain_command(CLI::App& app) {
   cmd->add_option("--checkpoint-every", o->checkpoint_every, "Override: steps between checkpoints");
   cmd->add_option("--position-init", o->position_init, "Override: normal (N(0, 0.02)) or sinusoidal position embeddings at the start")
       ->check(CLI::IsMember({"normal", "sinusoidal"}));
+  cmd->add_option("--position-rms", o->position_rms, "Override: root-mean-square of the initial position table (0.02)")
+      ->check(CLI::Range(1e-6, 10.0));
+  cmd->add_option("--mask-prob", o->mask_prob, "Override: BERT's share of masked tokens in training (held-out stays 0.15)")
+      ->check(CLI::Range(0.01, 0.9));
+  cmd->add_option("--short-seq", o->short_seq, "Override: sequence length of a first, short phase (0 = none)")
+      ->check(CLI::Range(8, 1 << 20));
+  cmd->add_option("--short-fraction", o->short_fraction, "Override: share of the steps in the short phase")
+      ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--dropout", o->dropout, "Override: embedding, attention and hidden dropout probability")
       ->check(CLI::Range(0.0, 0.99));
   cmd->add_option("--probe-pairs", o->probe_pairs, "Override: MRPC dev pairs for the per-head attention masses");

@@ -84,7 +84,7 @@ inline void run_sweep_command(const SweepOptions& o) {
          info.regression ? " (regression)" : " labels");
   const auto data = load_glue_finetune(DataRoot::from_environment(), task, {.max_eval = o.max_examples});
   const auto texts = encode_glue(tokenizer, data.eval, task, o.max_length);
-  const auto batches = sequential_batches(texts, o.batch_size, tokenizer.pad_id());
+  const auto batches = sequential_batches(texts, o.batch_size, tokenizer.pad_id(), token_types_for(model.config()));
   const std::string provenance = data.provenance + "; evaluated on " + data.eval.split + " (" +
                                  std::to_string(texts.size()) + " rows)";
   const std::string metric(to_string(info.metrics.front()));

@@ -65,8 +65,7 @@ class HeadPatternProbe {
       const std::size_t last = std::min(encodings_.size(), first + batch_size_);
       const std::vector<Encoding> rows(encodings_.begin() + static_cast<std::ptrdiff_t>(first),
                                        encodings_.begin() + static_cast<std::ptrdiff_t>(last));
-      Batch batch = Batch::from_encodings(rows, pad_id);
-      if (c.type_vocab_size == 0) batch.token_type_ids.clear();  // GPT-2, DistilBERT: segments only in the annotations
+      const Batch batch = Batch::from_encodings(rows, pad_id, token_types_for(c));
       model.forward_into(batch, options, out);
       for (std::size_t r = first; r < last; ++r) {
         const auto view = AttentionView<T>::batch_slice(out.attentions.data(), c.num_layers, batch.batch_size,

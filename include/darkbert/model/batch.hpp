@@ -13,8 +13,20 @@
 #include "../core/error.hpp"
 #include "../core/matrix.hpp"
 #include "../tokenizer/encoding.hpp"
+#include "config.hpp"
 
 namespace darkbert {
+
+/// Whether a batch carries the encodings' token types to the model. A tokenizer marks a pair's second
+/// segment with type 1 whatever the model; only models with segment embeddings read it (Hugging Face's GPT-2,
+/// RoBERTa and DistilBERT tokenizers do not pass token types to their models).
+enum class TokenTypes { keep, drop };
+
+/// keep for models that tell segments apart (type_vocab_size >= 2: BERT), drop otherwise (GPT-2 and
+/// DistilBERT have no token types, RoBERTa one, so every type it reads is 0).
+inline TokenTypes token_types_for(const ModelConfig& config) {
+  return config.type_vocab_size >= 2 ? TokenTypes::keep : TokenTypes::drop;
+}
 
 /// A padded batch of token ids as the model consumes it (see the top of this header).
 struct Batch {
@@ -66,21 +78,24 @@ struct Batch {
     return b;
   }
 
-  /// Stacks encodings (already padded or not) into one batch, padding to the longest with pad_id.
-  static Batch from_encodings(const std::vector<Encoding>& encodings, int pad_id = 0) {
+  /// Stacks encodings (already padded or not) into one batch, padding to the longest with pad_id; with
+  /// TokenTypes::drop the batch has no token types (all 0). Pass token_types_for(model.config()).
+  static Batch from_encodings(const std::vector<Encoding>& encodings, int pad_id = 0,
+                              TokenTypes types = TokenTypes::keep) {
     Batch b;
     b.batch_size = static_cast<Index>(encodings.size());
     for (const auto& e : encodings) b.length = std::max<Index>(b.length, static_cast<Index>(e.size()));
     b.input_ids.assign(static_cast<std::size_t>(b.tokens()), pad_id);
     b.attention_mask.assign(static_cast<std::size_t>(b.tokens()), 0);
-    b.token_type_ids.assign(static_cast<std::size_t>(b.tokens()), 0);
+    const bool keep_types = types == TokenTypes::keep;
+    if (keep_types) b.token_type_ids.assign(static_cast<std::size_t>(b.tokens()), 0);
     for (std::size_t r = 0; r < encodings.size(); ++r) {
       const auto& e = encodings[r];
       for (std::size_t i = 0; i < e.size(); ++i) {
         const auto at = r * static_cast<std::size_t>(b.length) + i;
         b.input_ids[at] = e.ids[i];
         b.attention_mask[at] = e.attention_mask.empty() ? 1 : e.attention_mask[i];
-        b.token_type_ids[at] = e.token_type_ids.empty() ? 0 : e.token_type_ids[i];
+        if (keep_types) b.token_type_ids[at] = e.token_type_ids.empty() ? 0 : e.token_type_ids[i];
       }
     }
     return b;

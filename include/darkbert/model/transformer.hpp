@@ -210,7 +210,9 @@ class Transformer {
   /// own tensor names (prefixed for task models, as Hugging Face saves them), readable by load().
   void save(const std::filesystem::path& dir) const;
 
-  /// A model of the given shape with seeded random weights (N(0, 0.02); LayerNorm 1 and 0).
+  /// Standard deviation of random()'s weights (Hugging Face's initializer_range).
+  static constexpr double random_init_std = 0.02;
+  /// A model of the given shape with seeded random weights (N(0, random_init_std); LayerNorm 1 and 0).
   static Transformer random(const ModelConfig& config, const TaskHeads& heads, std::uint64_t seed);
 
   /// This encoder under other task heads, e.g. a pretrained BERT turned into a sequence classifier:

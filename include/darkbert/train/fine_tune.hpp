@@ -67,7 +67,7 @@ std::vector<double> predict(const Transformer<T>& model, const LabelledTexts& te
   options.keep_attentions = false;
   options.keep_hidden_states = false;
   ForwardResult<T> result;
-  for (const auto& batch : sequential_batches(texts, batch_size, pad_id)) {
+  for (const auto& batch : sequential_batches(texts, batch_size, pad_id, token_types_for(model.config()))) {
     model.forward_into(batch, options, result);
     append_sequence_predictions(result, out);
   }
@@ -101,7 +101,7 @@ FineTuneHistory fine_tune(Transformer<T>& model, const LabelledTexts& train, int
     double loss_sum = 0;
     for (std::size_t first = 0; first < order.size(); first += o.batch_size) {
       const std::span<const std::size_t> rows(order.data() + first, std::min(o.batch_size, order.size() - first));
-      const Batch batch = batch_of(train, rows, pad_id, &labels);
+      const Batch batch = batch_of(train, rows, pad_id, token_types_for(model.config()), &labels);
       const double value = training.forward_backward(model, batch, labels, {.dropout = o.dropout, .seed = o.seed,
                                                      .step = static_cast<std::uint64_t>(step), .train_encoder = o.train_encoder});
       optimizer.step(training.gradients(), schedule(step), {.max_grad_norm = o.max_grad_norm});

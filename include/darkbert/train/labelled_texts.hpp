@@ -8,7 +8,8 @@
 /// auto data = darkbert::load_glue_finetune(root, darkbert::GlueTask::sst2);
 /// auto train = darkbert::encode_glue(tokenizer, data.train, darkbert::GlueTask::sst2, 128);
 /// darkbert::TaskLabels labels;
-/// darkbert::Batch batch = darkbert::batch_of(train, {0, 1, 2, 3}, tokenizer.pad_id(), &labels);
+/// darkbert::Batch batch = darkbert::batch_of(train, {0, 1, 2, 3}, tokenizer.pad_id(),
+///                                             darkbert::token_types_for(model.config()), &labels);
 /// @endcode
 
 #include <algorithm>  // std::max, std::count
@@ -65,8 +66,9 @@ inline LabelledTexts encode_glue(const Tokenizer& tokenizer, const GlueData& dat
   return out;
 }
 
-/// The examples at `indices` as one batch padded with pad_id; their labels go to `labels` when given.
-inline Batch batch_of(const LabelledTexts& texts, std::span<const std::size_t> indices, int pad_id,
+/// The examples at `indices` as one batch padded with pad_id, with or without their token types (pass
+/// token_types_for(model.config())); their labels go to `labels` when given.
+inline Batch batch_of(const LabelledTexts& texts, std::span<const std::size_t> indices, int pad_id, TokenTypes types,
                       TaskLabels* labels = nullptr) {
   require(!indices.empty(), "batch_of: no examples");
   std::vector<Encoding> rows;
@@ -82,18 +84,19 @@ inline Batch batch_of(const LabelledTexts& texts, std::span<const std::size_t> i
     if (texts.regression) labels->values.push_back(texts.labels[i]);
     else labels->classes.push_back(static_cast<int>(texts.labels[i]));
   }
-  return Batch::from_encodings(rows, pad_id);
+  return Batch::from_encodings(rows, pad_id, types);
 }
 
 /// Consecutive batches of batch_size examples over all of `texts`, in order (the evaluation batches).
-inline std::vector<Batch> sequential_batches(const LabelledTexts& texts, std::size_t batch_size, int pad_id) {
+inline std::vector<Batch> sequential_batches(const LabelledTexts& texts, std::size_t batch_size, int pad_id,
+                                             TokenTypes types) {
   require(batch_size > 0, "sequential_batches: batch size must be positive");
   std::vector<Batch> batches;
   std::vector<std::size_t> indices;
   for (std::size_t i = 0; i < texts.size(); ++i) {
     indices.push_back(i);
     if (indices.size() == batch_size || i + 1 == texts.size()) {
-      batches.push_back(batch_of(texts, indices, pad_id));
+      batches.push_back(batch_of(texts, indices, pad_id, types));
       indices.clear();
     }
   }

@@ -14,7 +14,8 @@
 /// darkbert::init_sinusoidal_positions(model.params().embeddings.position, 0.02);
 /// @endcode
 
-#include <cmath>  // std::sin, std::cos, std::pow, std::sqrt
+#include <cmath>        // std::sin, std::cos, std::pow, std::sqrt
+#include <string_view>  // std::string_view
 
 #include "../core/error.hpp"
 #include "../core/matrix.hpp"
@@ -34,6 +35,18 @@ void init_sinusoidal_positions(Matrix<T>& table, double rms) {
       table(p, 2 * i) = static_cast<T>(scale * std::sin(angle));
       table(p, 2 * i + 1) = static_cast<T>(scale * std::cos(angle));
     }
+}
+
+/// The start of a fresh model's position table: "sinusoidal" (above) or "normal" (the model's own
+/// N(0, initializer_range) draw, rescaled), either at root-mean-square `rms`. Why the scale matters: the
+/// embedding LayerNorm sees word + position, and the tied MLM decoder grows the word rows fast; positions
+/// that start small stay a small part of what attention sees.
+template <class T>
+void init_positions(Matrix<T>& table, std::string_view kind, double rms, double initializer_range) {
+  require(rms > 0, "init_positions: the root-mean-square must be positive, got ", rms);
+  if (kind == "sinusoidal") init_sinusoidal_positions(table, rms);
+  else if (kind != "normal") fail("init_positions: unknown kind '", kind, "' (normal or sinusoidal)");
+  else if (rms != initializer_range) table *= static_cast<T>(rms / initializer_range);
 }
 
 }  // namespace darkbert

@@ -15,8 +15,13 @@
 ///
 /// With a time budget (minutes) instead of a step count, the step count at which the learning rate reaches
 /// zero is estimated from the speed of the first steps (as the PyTorch reference does), refitted every
-/// 100 steps from the speed since, and kept in the state; the run ends at that step or when the budget is spent, whichever comes first. Training time
-/// excludes evaluations and checkpoints.
+/// 100 steps from the speed since, and kept in the state; the run ends at that step or when the budget is
+/// spent, whichever comes first. Training time excludes evaluations and checkpoints.
+///
+/// Two sequence lengths, as BERT was pretrained (Devlin et al. 2019: 90% of the steps at 128 tokens, the
+/// rest at 512): with short_length set, the first short_fraction of the schedule's steps train on examples
+/// of short_length tokens, the rest on the task's max_length. Short examples are cheaper per token and give
+/// each attention head fewer positions to choose from. Each change of length starts a new epoch.
 
 #include <chrono>      // std::chrono::steady_clock
 #include <cstdint>     // std::int64_t
@@ -47,6 +52,15 @@ struct PretrainOptions {
   std::int64_t eval_every = 100;        ///< also at step 0 and at the end
   std::int64_t checkpoint_every = 200;  ///< also at the end
   bool show_progress = true;  ///< a progress bar with loss and tokens/s
+  int short_length = 0;         ///< tokens per example in the short phase (0 = no short phase)
+  double short_fraction = 0;    ///< share of the schedule's steps in the short phase
+
+  /// Tokens per training example at `step` of a schedule of `total_steps` (0 = not known yet: the start).
+  int length_at(std::int64_t step, std::int64_t total_steps, int max_length) const {
+    if (short_length <= 0 || short_fraction <= 0) return max_length;
+    return static_cast<double>(step) < short_fraction * static_cast<double>(total_steps) || total_steps == 0
+               ? short_length : max_length;
+  }
 };
 
 /// Everything the loop needs to continue where it stopped (besides the weights and the optimizer).
@@ -57,11 +71,12 @@ struct PretrainState {
   std::int64_t offset = 0;       ///< (see epoch)
   std::int64_t tokens = 0;       ///< non-padding tokens trained on
   double seconds = 0;            ///< training time so far
+  int length = 0;                ///< tokens per example of the current epoch (0 = none started)
 
   /// As saved in a checkpoint's state.json.
   nlohmann::json to_json() const {
     return {{"step", step}, {"total_steps", total_steps}, {"epoch", epoch}, {"offset", offset},
-            {"tokens", tokens}, {"seconds", seconds}};
+            {"tokens", tokens}, {"seconds", seconds}, {"length", length}};
   }
   /// Reads to_json's output; `source` names the file in errors.
   static PretrainState from_json(const nlohmann::json& j, const std::string& source) {
@@ -73,10 +88,12 @@ struct PretrainState {
       s.offset = j.at("offset").get<std::int64_t>();
       s.tokens = j.at("tokens").get<std::int64_t>();
       s.seconds = j.at("seconds").get<double>();
+      s.length = j.value("length", 0);  // absent before two-length runs: the task's max_length
     } catch (const nlohmann::json::exception& e) {
       fail(source, ": not a pretraining state (", e.what(), ")");
     }
-    require(s.step >= 0 && s.epoch >= 0 && s.offset >= 0 && s.total_steps >= 0, source, ": negative counters in the state");
+    require(s.step >= 0 && s.epoch >= 0 && s.offset >= 0 && s.total_steps >= 0 && s.length >= 0, source,
+            ": negative counters in the state");
     return s;
   }
 };
@@ -119,13 +136,18 @@ PretrainState pretrain(Transformer<T>& model, AdamW<T>& optimizer, PretrainingTa
   Progress progress("pretrain", static_cast<long>(state.total_steps ? state.total_steps - state.step : 0), o.show_progress);
   while (!done()) {
     const auto start = Clock::now();
-    if (state.offset + static_cast<std::int64_t>(o.batch_size) > static_cast<std::int64_t>(task.examples(state.epoch))) {
+    const int length = o.length_at(state.step, state.total_steps, task.max_length());
+    if (state.length == 0) state.length = length;  // a fresh run, or a checkpoint from before two lengths
+    const bool new_length = length != state.length;
+    if (new_length || state.offset + static_cast<std::int64_t>(o.batch_size) >
+                          static_cast<std::int64_t>(task.examples(state.epoch, length))) {
       ++state.epoch;
       state.offset = 0;
-      require(task.examples(state.epoch) >= o.batch_size, "pretrain: an epoch has fewer examples than one batch (",
-              task.examples(state.epoch), " < ", o.batch_size, ")");
+      state.length = length;
+      require(task.examples(state.epoch, length) >= o.batch_size, "pretrain: an epoch has fewer examples than one batch (",
+              task.examples(state.epoch, length), " < ", o.batch_size, ")");
     }
-    const auto b = task.batch(state.epoch, static_cast<std::size_t>(state.offset), o.batch_size);
+    const auto b = task.batch(state.epoch, static_cast<std::size_t>(state.offset), o.batch_size, length);
     const double value = training.forward_backward(model, b.batch, b.labels,
                                                    {.dropout = o.dropout, .seed = o.seed, .step = static_cast<std::uint64_t>(state.step)},
                                                    b.positions);

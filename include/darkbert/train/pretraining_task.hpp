@@ -9,12 +9,15 @@
 ///        held-out: next-token accuracy and mean cross-entropy (perplexity = exp) on the first 256 windows.
 /// @endcode
 /// An "epoch" is one pass over the training examples in a seeded order; BERT's segment pairs and masks are
-/// drawn afresh each epoch (dynamic masking). Batch k of an epoch depends only on (seed, epoch, k), so a
-/// run can be resumed from (epoch, offset) exactly.
+/// drawn afresh each epoch (dynamic masking). Batch k of an epoch depends only on (seed, epoch, length, k),
+/// so a run can be resumed from (epoch, offset) exactly. Training examples can be asked for at a length
+/// shorter than max_length (BERT's own recipe trains most steps on short sequences); held-out scores are
+/// always at max_length.
 ///
 /// @code
 /// PretrainingTask task(Family::bert, train_corpus, heldout_corpus, tokenizer, {.max_length = 128}, seed);
-/// auto b = task.batch(epoch, offset, 32);      // b.batch, b.labels, b.positions
+/// auto b = task.batch(epoch, offset, 32);      // b.batch, b.labels, b.positions (max_length tokens)
+/// auto s = task.batch(epoch, offset, 64, 32);  // the same from an epoch of 32-token examples
 /// auto score = task.evaluate(model);           // score.loss, score.accuracy
 /// @endcode
 
@@ -41,6 +44,7 @@ struct PretrainingTaskOptions {
   std::size_t heldout_pairs = 512;    ///< BERT held-out segment pairs
   std::size_t heldout_windows = 256;  ///< GPT-2 held-out windows
   std::uint64_t heldout_seed = 12345; ///< fixed: every run is scored on the same masks
+  MaskingOptions masking;              ///< BERT's training masks (the held-out masks are always the default 15%)
 };
 
 /// A training batch (views into the task's buffers, valid until the next call).
@@ -85,15 +89,19 @@ class PretrainingTask {
   /// BERT's masked LM (true) or GPT-2's causal LM.
   bool masked() const { return masked_; }
 
-  /// Training examples in `epoch` (BERT: segment pairs drawn for that epoch; GPT-2: windows).
-  std::size_t examples(std::int64_t epoch) {
-    prepare(epoch);
+  /// Tokens per example of the held-out data and, unless asked otherwise, of the training batches.
+  int max_length() const { return options_.max_length; }
+
+  /// Training examples in `epoch` at `length` tokens (0 = max_length; BERT: segment pairs drawn for that
+  /// epoch; GPT-2: windows).
+  std::size_t examples(std::int64_t epoch, int length = 0) {
+    prepare(epoch, length);
     return order_.size();
   }
 
-  /// Examples [offset, offset + count) of `epoch` in its seeded order.
-  PretrainingBatch batch(std::int64_t epoch, std::size_t offset, std::size_t count) {
-    prepare(epoch);
+  /// Examples [offset, offset + count) of `epoch` at `length` tokens (0 = max_length), in its seeded order.
+  PretrainingBatch batch(std::int64_t epoch, std::size_t offset, std::size_t count, int length = 0) {
+    prepare(epoch, length);
     require(offset + count <= order_.size(), "pretraining: batch [", offset, ", ", offset + count,
             ") is past the end of epoch ", epoch, " (", order_.size(), " examples)");
     const std::span<const std::size_t> rows(order_.data() + offset, count);
@@ -103,7 +111,7 @@ class PretrainingTask {
     }
     keys_.clear();
     for (std::size_t r = 0; r < count; ++r) keys_.push_back((static_cast<std::uint64_t>(epoch) << 32) + offset + r);
-    make_masked_lm_batch(pairs_, rows, keys_, vocab_, {}, mix64(seed_ ^ 0x6d61736bULL), masked_lm_);
+    make_masked_lm_batch(pairs_, rows, keys_, vocab_, options_.masking, mix64(seed_ ^ 0x6d61736bULL), masked_lm_);
     return {masked_lm_.batch, masked_lm_.labels, masked_lm_.positions, masked_lm_.real_tokens};
   }
 
@@ -179,13 +187,21 @@ class PretrainingTask {
   }
 
  private:
-  /// The examples and their order for `epoch` (kept until another epoch is asked for).
-  void prepare(std::int64_t epoch) {
-    if (epoch == epoch_) return;
-    const auto key = mix64(seed_ + mix64(static_cast<std::uint64_t>(epoch) + 1));
-    if (masked_) pairs_ = make_segment_pairs(train_, {.max_length = options_.max_length}, key);
+  /// The examples and their order for `epoch` at `length` (kept until another epoch or length is asked for).
+  void prepare(std::int64_t epoch, int length) {
+    if (length == 0) length = options_.max_length;
+    require(length >= 8 && length <= options_.max_length, "pretraining: examples of ", length,
+            " tokens asked for; the task has 8 to ", options_.max_length);
+    if (epoch == epoch_ && length == length_) return;
+    // The full length keeps the key it always had, so runs without a short phase are unchanged.
+    const auto key = mix64(seed_ + mix64(static_cast<std::uint64_t>(epoch) + 1)) ^
+                     (length == options_.max_length ? 0 : mix64(static_cast<std::uint64_t>(length)));
+    if (masked_) pairs_ = make_segment_pairs(train_, {.max_length = length}, key);
+    else if (static_cast<std::size_t>(length) != train_windows_.length)
+      train_windows_ = TokenWindows::from_corpus(train_, end_of_text_, static_cast<std::size_t>(length));
     order_ = seeded_permutation(masked_ ? pairs_.size() : train_windows_.count(), key ^ 0x6f72646572ULL);
     epoch_ = epoch;
+    length_ = length;
   }
 
   bool masked_;
@@ -197,6 +213,7 @@ class PretrainingTask {
   std::vector<SegmentPair> pairs_, heldout_pairs_;
   TokenWindows train_windows_, heldout_windows_;
   std::int64_t epoch_ = -1;
+  int length_ = 0;
   std::vector<std::size_t> order_;
   std::vector<std::uint64_t> keys_;
   MaskedLmBatch masked_lm_;

@@ -193,7 +193,7 @@ Transformer<T> Transformer<T>::random(const ModelConfig& config, const TaskHeads
   config.validate("random model config");
   Transformer model(config, detail::allocate_params<T>(config, heads));
   std::mt19937_64 rng(seed);
-  std::normal_distribution<double> normal(0.0, 0.02);
+  std::normal_distribution<double> normal(0.0, random_init_std);
   for (const auto& slot : parameter_slots(model.params_, config)) {
     const bool is_norm_weight = slot.name.find("LayerNorm.weight") != std::string::npos ||
                                 slot.name.find("layer_norm.weight") != std::string::npos ||
