@@ -27,6 +27,22 @@ darkbert::TokenizedCorpus synthetic_corpus(int documents, int sentences, int len
 
 int document_of(int id) { return id / 1000 - 1; }
 
+// Segment pairs of a 30-document synthetic corpus with every pair as one batch row (key = 100 + row), and
+// a vocabulary whose specials sit below the corpus ids.
+struct MaskingSetup {
+  darkbert::TokenizedCorpus corpus = synthetic_corpus(30, 10, 6);
+  std::vector<darkbert::SegmentPair> pairs = darkbert::make_segment_pairs(corpus, {.max_length = 64}, 3);
+  darkbert::MaskedLmVocabulary vocab{.cls = 1, .sep = 2, .mask = 3, .pad = 0, .size = 900};
+  std::vector<std::size_t> rows;
+  std::vector<std::uint64_t> keys;
+  MaskingSetup() {
+    for (std::size_t i = 0; i < pairs.size(); ++i) {
+      rows.push_back(i);
+      keys.push_back(100 + i);
+    }
+  }
+};
+
 }  // namespace
 
 TEST_CASE("segment pairs fit, come from whole sentences, and half of them have a random B") {
@@ -66,15 +82,11 @@ TEST_CASE("segment pairs fit, come from whole sentences, and half of them have a
 }
 
 TEST_CASE("masking: 15% of the non-special tokens, 80/10/10, keyed per example") {
-  const auto corpus = synthetic_corpus(30, 10, 6);
-  const auto pairs = darkbert::make_segment_pairs(corpus, {.max_length = 64}, 3);
-  const darkbert::MaskedLmVocabulary vocab{.cls = 1, .sep = 2, .mask = 3, .pad = 0, .size = 900};
-  std::vector<std::size_t> rows;
-  std::vector<std::uint64_t> keys;
-  for (std::size_t i = 0; i < pairs.size(); ++i) {
-    rows.push_back(i);
-    keys.push_back(100 + i);
-  }
+  const MaskingSetup setup;
+  const auto& pairs = setup.pairs;
+  const auto& vocab = setup.vocab;
+  const auto& rows = setup.rows;
+  const auto& keys = setup.keys;
   darkbert::MaskedLmBatch mb;
   darkbert::make_masked_lm_batch(pairs, rows, keys, vocab, {.max_predictions = 1000}, 11, mb);
   const auto& batch = mb.batch;
@@ -122,15 +134,11 @@ TEST_CASE("masking: 15% of the non-special tokens, 80/10/10, keyed per example")
 }
 
 TEST_CASE("masking at another rate: round(rate) of each example's tokens, up to max_predictions") {
-  const auto corpus = synthetic_corpus(30, 10, 6);
-  const auto pairs = darkbert::make_segment_pairs(corpus, {.max_length = 64}, 3);
-  const darkbert::MaskedLmVocabulary vocab{.cls = 1, .sep = 2, .mask = 3, .pad = 0, .size = 900};
-  std::vector<std::size_t> rows;
-  std::vector<std::uint64_t> keys;
-  for (std::size_t i = 0; i < pairs.size(); ++i) {
-    rows.push_back(i);
-    keys.push_back(i);
-  }
+  const MaskingSetup setup;
+  const auto& pairs = setup.pairs;
+  const auto& vocab = setup.vocab;
+  const auto& rows = setup.rows;
+  const auto& keys = setup.keys;
   for (const int cap : {1000, 10}) {
     CAPTURE(cap);
     darkbert::MaskedLmBatch mb;
