@@ -12,6 +12,9 @@
 /// @code
 /// auto model = darkbert::Transformer<float>::random(config, heads, seed);
 /// darkbert::init_sinusoidal_positions(model.params().embeddings.position, 0.02);
+/// // or, as `darkbert pretrain --position-init normal|sinusoidal --position-rms R` does:
+/// darkbert::init_positions(model.params().embeddings.position, "sinusoidal", 0.06,
+///                          darkbert::Transformer<float>::random_init_std);
 /// @endcode
 
 #include <cmath>        // std::sin, std::cos, std::pow, std::sqrt
@@ -38,7 +41,8 @@ void init_sinusoidal_positions(Matrix<T>& table, double rms) {
 }
 
 /// The start of a fresh model's position table: "sinusoidal" (above) or "normal" (the model's own
-/// N(0, initializer_range) draw, rescaled), either at root-mean-square `rms`. Why the scale matters: the
+/// N(0, initializer_range) draw, rescaled; pass Transformer::random_init_std), either at root-mean-square
+/// `rms`. Why the scale matters: the
 /// embedding LayerNorm sees word + position, and the tied MLM decoder grows the word rows fast; positions
 /// that start small stay a small part of what attention sees.
 template <class T>
