@@ -124,7 +124,6 @@ TEST_CASE("a frozen encoder stays bit-identical while the heads learn") {
 }
 
 TEST_CASE("every family fine-tunes on pairs: token types reach only the models that have segment embeddings") {
-  namespace fs = std::filesystem;
   // The golden classifiers, and RoBERTa's encoder given a fresh classifier (one token type: only type 0).
   for (const std::string name : {"bert_seqcls3", "distilbert_seqcls", "gpt2_seqcls", "roberta_model"}) {
     CAPTURE(name);
@@ -146,7 +145,8 @@ TEST_CASE("every family fine-tunes on pairs: token types reach only the models t
                                                                  .seed = 5, .show_progress = false});
     CHECK(history.epoch_loss.back() < history.epoch_loss.front());
     const double after = darkbert::accuracy_metric(darkbert::predict(model, dev, pad), dev.labels);
-    INFO("dev accuracy " << after << ", majority " << dev.majority_rate() << ", epoch losses " << history.epoch_loss.front() << " -> " << history.epoch_loss.back());
+    INFO("dev accuracy " << after << ", majority " << dev.majority_rate() << ", epoch losses "
+                         << history.epoch_loss.front() << " -> " << history.epoch_loss.back());
     CHECK(after > dev.majority_rate() + 0.2);
   }
 }

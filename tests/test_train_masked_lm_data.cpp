@@ -134,19 +134,15 @@ TEST_CASE("masking: 15% of the non-special tokens, 80/10/10, keyed per example")
 }
 
 TEST_CASE("masking at another rate: round(rate) of each example's tokens, up to max_predictions") {
-  const MaskingSetup setup;
-  const auto& pairs = setup.pairs;
-  const auto& vocab = setup.vocab;
-  const auto& rows = setup.rows;
-  const auto& keys = setup.keys;
+  const MaskingSetup s;
   for (const int cap : {1000, 10}) {
     CAPTURE(cap);
     darkbert::MaskedLmBatch mb;
-    darkbert::make_masked_lm_batch(pairs, rows, keys, vocab, {.mask_prob = 0.4, .max_predictions = cap}, 11, mb);
-    std::vector<long> per_row(pairs.size(), 0);
+    darkbert::make_masked_lm_batch(s.pairs, s.rows, s.keys, s.vocab, {.mask_prob = 0.4, .max_predictions = cap}, 11, mb);
+    std::vector<long> per_row(s.pairs.size(), 0);
     for (const auto& [b, i] : mb.positions) ++per_row[static_cast<std::size_t>(b)];
-    for (std::size_t r = 0; r < pairs.size(); ++r) {
-      const auto n = static_cast<double>(pairs[r].a.size() + pairs[r].b.size());
+    for (std::size_t r = 0; r < s.pairs.size(); ++r) {
+      const auto n = static_cast<double>(s.pairs[r].a.size() + s.pairs[r].b.size());
       CHECK(per_row[r] == std::min<long>(cap, std::max(1L, std::lround(0.4 * n))));
     }
   }
