@@ -100,6 +100,40 @@ void BM_Backward_FFN(benchmark::State& state) {
 }
 BENCHMARK(BM_Backward_FFN)->Arg(1)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime();
 
+// ---- a language-model head: GPT-2's 50,257 tokens on 1024 rows (a mini GPT-2's step at 32 x 32 tokens)
+// of width 128. Arg 0: the product x·Eᵀ; 1: cross-entropy forward + backward; 2: the backward products.
+void BM_LanguageModelHead(benchmark::State& state) {
+  const Index rows = 1024, width = 128, vocab = 50257;
+  Matrix<float> x(rows, width), embedding(vocab, width), logits(rows, vocab), dlogits(rows, vocab), dx(rows, width),
+      dembedding(vocab, width);
+  x.setRandom(), embedding.setRandom();
+  embedding *= 0.02f;
+  std::vector<int> labels(rows);
+  std::mt19937_64 rng(2);
+  for (auto& l : labels) l = static_cast<int>(rng() % vocab);
+  std::vector<float> row_loss(rows), row_lse(rows);
+  darkbert::XwtScratch scratch;
+  darkbert::ops::linear_forward_raw<float>(x.data(), rows, width, embedding.data(), nullptr, vocab, logits.data(),
+                                           darkbert::Activation::none, scratch);
+  const int stage = static_cast<int>(state.range(0));
+  for (auto _ : state) {
+    if (stage == 0)
+      darkbert::ops::linear_forward_raw<float>(x.data(), rows, width, embedding.data(), nullptr, vocab, logits.data(),
+                                               darkbert::Activation::none, scratch);
+    if (stage == 1) {
+      dlogits.setZero();  // as the tape's fresh gradient buffer
+      darkbert::ops::cross_entropy_forward(logits.data(), labels.data(), rows, vocab, row_loss.data(), row_lse.data());
+      darkbert::ops::cross_entropy_backward(logits.data(), labels.data(), rows, vocab, 1.0f, dlogits.data(), row_lse.data());
+    }
+    if (stage == 2)
+      darkbert::ops::linear_backward_raw<float>(x.data(), logits.data(), rows, width, vocab, embedding.data(),
+                                                dembedding.data(), nullptr, dx.data());
+  }
+  const double flops = 2.0 * rows * width * vocab * (stage == 2 ? 2 : 1);
+  if (stage != 1) state.counters["GFLOP/s"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_LanguageModelHead)->DenseRange(0, 2)->Unit(benchmark::kMillisecond)->UseRealTime();
+
 // ---- a whole step of a BERT-base sequence classifier (what `darkbert bench train-step` times)
 void BM_TrainStep(benchmark::State& state) {
   const Index B = state.range(0);

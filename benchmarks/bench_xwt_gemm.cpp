@@ -1,6 +1,6 @@
 // darkbert's AVX-512 x·Wᵀ kernel beside OpenBLAS (SkylakeX kernels, split across the same OpenMP pool) on
 // the four Linear shapes of a BERT-base layer, at batch 1 and batch 8 (128 and 1024 token rows), each
-// with its bias epilogue. xwt_gemm picks the kernel except for the 3072-deep product at 1024 rows, where
+// with its bias epilogue, and a language-model head. xwt_gemm picks the kernel except for the 3072-deep product at 1024 rows, where
 // OpenBLAS wins; this benchmark is the measurement behind that choice (core/xwt_gemm.hpp).
 #include <benchmark/benchmark.h>
 
@@ -42,6 +42,9 @@ void shapes(benchmark::internal::Benchmark* b) {
   for (Index rows : {128, 1024})
     for (auto [in, out] : {std::pair<Index, Index>{768, 2304}, {768, 768}, {768, 3072}, {3072, 768}})
       b->Args({rows, in, out});
+  // A language-model head (GPT-2's 50,257 tokens) on 1024 rows at the mini models' widths: a shallow
+  // product with a 200 MB output, where writing y costs as much as the multiply-adds.
+  for (Index in : {128, 256}) b->Args({1024, in, 50257});
   b->ArgNames({"rows", "in", "out"})->Unit(benchmark::kMillisecond)->UseRealTime();
 }
 

@@ -23,92 +23,18 @@
 
 #include "commands.hpp"
 #include "darkbert/core/atomic_file.hpp"
-#include "darkbert/analysis/predictions.hpp"
-#include "darkbert/train/fine_tune.hpp"
+#include "finetune_run.hpp"
 
 namespace darkbert::cli {
 
-struct FinetuneOptions {
-  std::filesystem::path model, tokenizer, out;
-  std::string task, init = "pretrained";
-  bool freeze_encoder = false, quiet = false;
-  std::uint64_t seed = 1;
-  int epochs = 3;
-  double lr = 2e-5;
-  std::size_t batch = 32, max_train = 0, max_eval = 0, max_length = 128;
-};
-
-// The config of the checkpoint as a sequence classifier for `task` (the Hugging Face architecture name
-// of its family, the task's labels, GPT-2's padding token).
-inline ModelConfig classifier_config(ModelConfig c, const GlueTaskInfo& info, const Tokenizer& tokenizer) {
-  static const char* names[] = {"BertForSequenceClassification", "RobertaForSequenceClassification",
-                                "DistilBertForSequenceClassification", "GPT2ForSequenceClassification"};
-  c.architecture = names[static_cast<int>(c.family)];
-  c.labels.clear();
-  if (info.regression) {
-    c.labels = {"LABEL_0"};
-    c.problem_type = "regression";
-  } else {
-    for (auto l : info.labels) c.labels.emplace_back(l);
-    c.problem_type = "single_label_classification";
-  }
-  // GPT-2 has no padding token; as Hugging Face's recipe, pad with <|endoftext|> and read each row's last
-  // token that is not it.
-  if (c.family == Family::gpt2 && c.pad_token_id < 0) c.pad_token_id = tokenizer.pad_id();
-  return c;
-}
-
 inline void run_finetune_command(const FinetuneOptions& o) {
-  const GlueTask task = parse_glue_task(o.task);
-  const auto& info = glue_task_info(task);
-  const auto tokenizer_dir = o.tokenizer.empty() ? o.model : o.tokenizer;
-  const auto tokenizer = Tokenizer::from_directory(tokenizer_dir);
-  const auto data = load_glue_finetune(DataRoot::from_environment(), task, {.max_train = o.max_train, .max_eval = o.max_eval});
-  const auto train = encode_glue(tokenizer, data.train, task, o.max_length);
-  const auto dev = encode_glue(tokenizer, data.eval, task, o.max_length);
-
-  const auto checkpoint = Transformer<float>::load(o.model);
-  const auto config = classifier_config(checkpoint.config(), info, tokenizer);
-  const auto heads = TaskHeads::for_architecture(config);
-  auto model = o.init == "random" ? Transformer<float>::random(config, heads, o.seed)
-                                  : checkpoint.with_task_heads(config, heads, o.seed);
-  const FineTuneOptions options{.epochs = o.epochs, .batch_size = o.batch, .learning_rate = o.lr,
-                                .train_encoder = !o.freeze_encoder, .seed = o.seed, .show_progress = !o.quiet};
-  std::printf("%s: %s; %zu training and %zu evaluation examples\nmodel %s (%s, %d layers x %d heads, init %s%s), "
-              "%d epochs, batch %zu, lr %g, seed %llu\n",
-              std::string(info.name).c_str(), data.provenance.c_str(), train.size(), dev.size(), o.model.string().c_str(),
-              family_name(config.family), config.num_layers, config.num_heads, o.init.c_str(),
-              o.freeze_encoder ? ", encoder frozen" : "", o.epochs, o.batch, o.lr,
-              static_cast<unsigned long long>(o.seed));
-
-  nlohmann::json epochs = nlohmann::json::array();
-  const int pad = tokenizer.pad_id();
-  auto evaluate = [&](int epoch) {
-    const auto predictions = predict(model, dev, pad);
-    nlohmann::json scores;
-    for (auto metric : info.metrics) scores[std::string(to_string(metric))] = glue_metric_function(metric)(predictions, dev.labels);
-    epochs.push_back({{"epoch", epoch + 1}, {"scores", scores}});
-    std::fprintf(stderr, "\nepoch %d: %s\n", epoch + 1, scores.dump().c_str());
-  };
-  const auto history = fine_tune(model, train, pad, options, evaluate);
-
-  std::filesystem::create_directories(o.out);
-  model.save(o.out);
-  copy_tokenizer_files(tokenizer_dir, o.out);
-  const auto& final_scores = epochs.back()["scores"];
-  const nlohmann::json metrics = {
-      {"task", info.name}, {"data", data.provenance}, {"model", o.model.string()}, {"init", o.init},
-      {"freeze_encoder", o.freeze_encoder}, {"seed", o.seed}, {"epochs", o.epochs}, {"batch", o.batch},
-      {"learning_rate", o.lr}, {"max_length", o.max_length}, {"train_examples", train.size()},
-      {"eval_examples", dev.size()}, {"eval_split", data.eval.split}, {"majority_rate", dev.majority_rate()},
-      {"scores", final_scores}, {"per_epoch", epochs}, {"train_loss", history.epoch_loss},
-      {"steps", history.steps}, {"seconds", history.seconds}, {"examples_per_second", history.examples_per_second}};
+  const nlohmann::json metrics = fine_tune_and_score(o, o.out);
   write_file_atomically(o.out / "metrics.json", metrics.dump(2) + "\n");
-
-  std::printf("task=%s", std::string(info.name).c_str());
-  for (const auto& [name, value] : final_scores.items()) std::printf(" %s=%.4f", name.c_str(), value.get<double>());
-  std::printf(" majority=%.4f train_loss=%.4f seconds=%.1f examples_per_s=%.1f\n", dev.majority_rate(),
-              history.epoch_loss.back(), history.seconds, history.examples_per_second);
+  std::printf("task=%s", metrics["task"].get<std::string>().c_str());
+  for (const auto& [name, value] : metrics["scores"].items()) std::printf(" %s=%.4f", name.c_str(), value.get<double>());
+  std::printf(" majority=%.4f train_loss=%.4f seconds=%.1f examples_per_s=%.1f\n", metrics["majority_rate"].get<double>(),
+              metrics["train_loss"].back().get<double>(), metrics["seconds"].get<double>(),
+              metrics["examples_per_second"].get<double>());
 }
 
 void add_finetune_command(CLI::App& app) {
@@ -118,18 +44,11 @@ void add_finetune_command(CLI::App& app) {
   cmd->add_option("--model", o->model, "Checkpoint folder (its encoder; a classifier head is added)")->required()->check(CLI::ExistingDirectory);
   cmd->add_option("--task", o->task, "GLUE task: MRPC, STS-B, SST-2, RTE, QNLI (QQP, MNLI when present)")->required();
   cmd->add_option("--out", o->out, "Write the fine-tuned checkpoint and metrics.json here")->required();
-  cmd->add_option("--tokenizer", o->tokenizer, "Tokenizer folder (default: the model folder)")->check(CLI::ExistingDirectory);
   cmd->add_option("--init", o->init, "pretrained: the checkpoint's weights; random: the same shape from random weights")
       ->check(CLI::IsMember({"pretrained", "random"}))->capture_default_str();
   cmd->add_flag("--freeze-encoder", o->freeze_encoder, "Train only the task heads (pooler and classifier)");
   cmd->add_option("--seed", o->seed, "Seed of the classifier's initialisation, example order and dropout")->capture_default_str();
-  cmd->add_option("--epochs", o->epochs, "Passes over the training set")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--lr", o->lr, "Peak learning rate (10% linear warm-up, then linear decay)")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--batch", o->batch, "Examples per step")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--max-train", o->max_train, "Train on the first N examples (0 = all)")->capture_default_str();
-  cmd->add_option("--max-eval", o->max_eval, "Evaluate on the first N examples (0 = all)")->capture_default_str();
-  cmd->add_option("--max-length", o->max_length, "Truncate inputs to this many tokens")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_flag("--quiet", o->quiet, "No progress bar");
+  add_fine_tuning_recipe_options(cmd, *o);
   cmd->callback([o] { run_finetune_command(*o); });
 }
 

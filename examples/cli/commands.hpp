@@ -15,6 +15,7 @@ void add_annotate_command(CLI::App& app);  // POS + subject/object annotation of
 void add_bench_command(CLI::App& app);     // forward-pass benchmark
 void add_init_command(CLI::App& app);      // randomly initialised checkpoint
 void add_finetune_command(CLI::App& app);  // fine-tune on a GLUE task
+void add_finetune_table_command(CLI::App& app);  // the paper's Table 1: tasks x settings x seeds
 void add_pretrain_command(CLI::App& app);  // pretrain from scratch on the corpus
 
 // Copies the tokenizer files found in `from` (WordPiece vocab.txt, GPT-2 vocab.json + merges.txt, and the

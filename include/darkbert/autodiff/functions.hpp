@@ -222,8 +222,11 @@ template <class T>
 Var<T> cross_entropy(Tape<T>& tape, const Var<T>& logits, const int* labels) {
   const Index rows = logits.rows(), classes = logits.cols();
   Var<T> loss = tape.variable({});
-  loss.value()[0] = ops::cross_entropy_forward(logits.value(), labels, rows, classes, tape.scratch(rows));
-  tape.record([=] { ops::cross_entropy_backward(logits.value(), labels, rows, classes, loss.grad()[0], logits.grad()); });
+  T* row_lse = tape.scratch(rows);
+  loss.value()[0] = ops::cross_entropy_forward(logits.value(), labels, rows, classes, tape.scratch(rows), row_lse);
+  tape.record([=] {
+    ops::cross_entropy_backward(logits.value(), labels, rows, classes, loss.grad()[0], logits.grad(), row_lse);
+  });
   return loss;
 }
 

@@ -6,7 +6,7 @@
 ///                loss = mean over the others of logsumexp(logits_r) - logits_r[label_r]
 /// mse            x, target [n]; loss = mean (x - target)²
 /// @endcode
-/// The backward recomputes the softmax from the logits instead of storing it.
+/// The backward recomputes the softmax from the logits and each row's log-sum-exp instead of storing it.
 
 #include <omp.h>  // omp_in_parallel
 
@@ -60,22 +60,32 @@ T log_sum_exp(const T* row, Index n) {
 DARKBERT_INTRINSICS_WARNINGS_ON
 
 /// Mean cross-entropy; `row_loss` [rows] is scratch (summed in row order, so the result is deterministic).
+/// `row_lse` [rows], when given, keeps each counted row's log-sum-exp for the backward (a language model's
+/// rows are 30-50k wide: computing it twice costs a pass over the logits and every exp).
 /// No counted row -> 0 (PyTorch gives NaN; a batch with nothing to predict contributes nothing here).
 template <class T>
-T cross_entropy_forward(const T* logits, const int* labels, Index rows, Index classes, T* row_loss) {
+T cross_entropy_forward(const T* logits, const int* labels, Index rows, Index classes, T* row_loss, T* row_lse = nullptr) {
   const Index counted = counted_labels(labels, rows, classes);
 #pragma omp parallel for schedule(static) if (rows * classes > (1 << 15) && !omp_in_parallel())
-  for (Index r = 0; r < rows; ++r)
-    row_loss[r] = labels[r] == ignore_index ? T(0)
-                                            : log_sum_exp(logits + r * classes, classes) - logits[r * classes + labels[r]];
+  for (Index r = 0; r < rows; ++r) {
+    if (labels[r] == ignore_index) {
+      row_loss[r] = T(0);
+      continue;
+    }
+    const T lse = log_sum_exp(logits + r * classes, classes);
+    if (row_lse) row_lse[r] = lse;
+    row_loss[r] = lse - logits[r * classes + labels[r]];
+  }
   T total = 0;
   for (Index r = 0; r < rows; ++r) total += row_loss[r];
   return counted ? total / static_cast<T>(counted) : T(0);
 }
 
-/// dlogits += dloss · (softmax(logits_r) - onehot(label_r)) / counted, for counted rows.
+/// dlogits += dloss · (softmax(logits_r) - onehot(label_r)) / counted, for counted rows. `row_lse`: the
+/// forward's log-sum-exp of each row, or null to recompute it.
 template <class T>
-void cross_entropy_backward(const T* logits, const int* labels, Index rows, Index classes, T dloss, T* dlogits) {
+void cross_entropy_backward(const T* logits, const int* labels, Index rows, Index classes, T dloss, T* dlogits,
+                            const T* row_lse = nullptr) {
   const Index counted = counted_labels(labels, rows, classes);
   if (!counted) return;
   const T scale = dloss / static_cast<T>(counted);
@@ -84,7 +94,7 @@ void cross_entropy_backward(const T* logits, const int* labels, Index rows, Inde
     if (labels[r] == ignore_index) continue;
     const T* row = logits + r * classes;
     T* d = dlogits + r * classes;
-    const T lse = log_sum_exp(row, classes);
+    const T lse = row_lse ? row_lse[r] : log_sum_exp(row, classes);
     Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>(d, classes) +=
         scale * (Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(row, classes) - lse).exp();  // element-wise
     d[labels[r]] -= scale;
