@@ -42,6 +42,8 @@ void shapes(benchmark::internal::Benchmark* b) {
   for (Index rows : {128, 1024})
     for (auto [in, out] : {std::pair<Index, Index>{768, 2304}, {768, 768}, {768, 3072}, {3072, 768}})
       b->Args({rows, in, out});
+  // The mini models' layers (4 x 256, FFN 1024) at a training batch of 32 x 128 tokens.
+  for (auto [in, out] : {std::pair<Index, Index>{256, 768}, {256, 256}, {256, 1024}, {1024, 256}}) b->Args({4096, in, out});
   // A language-model head (GPT-2's 50,257 tokens) on 1024 rows at the mini models' widths: a shallow
   // product with a 200 MB output, where writing y costs as much as the multiply-adds.
   for (Index in : {128, 256}) b->Args({1024, in, 50257});
