@@ -126,3 +126,9 @@ execute_process(COMMAND "${CLI}" ${table} --epochs 2 RESULT_VARIABLE rc ERROR_VA
 if(rc EQUAL 0 OR NOT err MATCHES "recipe.json has epochs = 1, this run asks for 2")
   message(FATAL_ERROR "a rerun with another recipe was not refused (${rc}): ${err}")
 endif()
+# A damaged runs.csv is reported with its file and line, not silently re-run or misread.
+file(APPEND "${OUT}/table/runs.csv" "MRPC,pretrained,one,accuracy,0.5,0.5,1.0\n")
+execute_process(COMMAND "${CLI}" ${table} --epochs 1 RESULT_VARIABLE rc ERROR_VARIABLE err OUTPUT_QUIET)
+if(rc EQUAL 0 OR NOT err MATCHES "runs.csv:14: not a number")
+  message(FATAL_ERROR "a damaged runs.csv was not reported by line (${rc}): ${err}")
+endif()

@@ -124,7 +124,7 @@ inline void write_table(const FinetuneTableOptions& o, const std::vector<RunRow>
   static const std::map<std::string, std::string> titles = {
       {"pretrained", "fine-tuned from pretrained"}, {"random", "fine-tuned from random init"}, {"frozen", "frozen encoder + trained head"}};
   std::string md = "| task | metric |";
-  for (const auto& s : o.settings) md += " " + titles.at(s) + " | paper |";
+  for (const auto& s : o.settings) md += " " + titles.at(s) + (s == "frozen" ? " | paper (not fine-tuned) |" : " | paper |");
   md += " majority class |\n|---|---|";
   for (std::size_t i = 0; i < o.settings.size(); ++i) md += "---|---|";
   md += "---|\n";
