@@ -135,10 +135,10 @@ inline void write_table(const FinetuneTableOptions& o, const std::vector<RunRow>
     nlohmann::json entry = {{"task", task}, {"metric", metric}, {"majority_rate", majority[task] / 100}};
     for (const auto& s : o.settings) {
       const auto& v = values[{task, metric, s}];
-      char reference[32] = "—";
-      if (paper) std::snprintf(reference, sizeof reference, "%.1f", s == "pretrained" ? paper->pretrained : s == "random" ? paper->random : paper->frozen);
-      md += " " + mean_sd(v) + " | " + reference + " |";
-      entry[s] = {{"values_percent", v}, {"paper_percent", paper ? nlohmann::json(std::stod(reference)) : nlohmann::json()}};
+      const std::optional<double> reference =
+          paper ? std::optional(s == "pretrained" ? paper->pretrained : s == "random" ? paper->random : paper->frozen) : std::nullopt;
+      md += " " + mean_sd(v) + " | " + (reference ? mean_sd({*reference}) : "—") + " |";
+      entry[s] = {{"values_percent", v}, {"paper_percent", reference ? nlohmann::json(*reference) : nlohmann::json()}};
     }
     char m[32];
     std::snprintf(m, sizeof m, "%.1f", majority[task]);
@@ -168,8 +168,8 @@ inline void run_finetune_table_command(const FinetuneTableOptions& o) {
   auto rows = read_runs(runs_path);
   std::set<std::tuple<std::string, std::string, std::uint64_t>> done;
   for (const auto& r : rows) done.insert({r.task, r.setting, r.seed});
-  std::string csv = std::filesystem::exists(runs_path) ? detail::read_text_file(runs_path, "finetune-table runs")
-                                                        : "task,setting,seed,metric,value,majority_rate,seconds\n";
+  if (!std::filesystem::exists(runs_path))
+    write_file_atomically(runs_path, "task,setting,seed,metric,value,majority_rate,seconds\n");
   for (const auto& task : o.tasks)
     for (const auto& setting : o.settings)
       for (int i = 0; i < o.seeds; ++i) {
@@ -181,16 +181,17 @@ inline void run_finetune_table_command(const FinetuneTableOptions& o) {
         run.freeze_encoder = setting == "frozen";
         std::printf("\n== %s, %s, seed %llu\n", task.c_str(), setting.c_str(), static_cast<unsigned long long>(seed));
         const auto metrics = fine_tune_and_score(run, {});
+        std::string lines;
         for (const auto& [metric, value] : metrics["scores"].items()) {
           const RunRow row{task, setting, metric, seed, value.get<double>(), metrics["majority_rate"].get<double>()};
           char line[256];
           std::snprintf(line, sizeof line, "%s,%s,%llu,%s,%.6f,%.6f,%.1f\n", task.c_str(), setting.c_str(),
                         static_cast<unsigned long long>(seed), metric.c_str(), row.value, row.majority,
                         metrics["seconds"].get<double>());
-          csv += line;
+          lines += line;
           rows.push_back(row);
         }
-        write_file_atomically(runs_path, csv);  // one finished run at a time: a kill loses at most the current one
+        append_log(runs_path, lines, "finetune-table runs");  // one finished run at a time: a kill loses at most the current one
       }
   write_table(o, rows);
 }

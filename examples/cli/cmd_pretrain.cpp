@@ -144,12 +144,6 @@ inline void trim_log(const std::filesystem::path& path, std::int64_t step) {
   write_file_atomically(path, kept);
 }
 
-// Appends rows to a CSV log by rewriting it through the crash-safe writer: a kill leaves the log as it
-// was before or after the append, never with a torn last row for trim_log to misread.
-inline void append_log(const std::filesystem::path& path, const std::string& rows) {
-  write_file_atomically(path, detail::read_text_file(path, "training log") + rows);
-}
-
 // The curves of eval.csv as figures: held-out accuracy, and the strongest head of each §3.1 pattern.
 inline void plot_eval_log(const std::filesystem::path& out, const std::string& model_name) {
   std::ifstream in(out / "eval.csv");
@@ -253,12 +247,12 @@ inline void run_pretrain_command(const PretrainCommand& cmd) {
     row << s.step << ',' << s.tokens << ',' << s.seconds << ',' << train_loss << ',' << last.loss << ','
         << last.accuracy << ',' << last.next_sentence_accuracy << ',' << nb.value << ',' << where(nb) << ','
         << sp.value << ',' << where(sp) << ',' << sg.value << ',' << where(sg) << '\n';
-    append_log(eval_csv, row.str());
+    append_log(eval_csv, row.str(), "training log");
     for (Index l = 0; l < summary.neighbour_share.rows(); ++l)
       for (Index h = 0; h < summary.neighbour_share.cols(); ++h)
         heads << s.step << ',' << l << ',' << h << ',' << summary.neighbour_share(l, h) << ','
               << summary.special_share(l, h) << ',' << summary.segment_share(l, h) << '\n';
-    append_log(heads_csv, heads.str());
+    append_log(heads_csv, heads.str(), "training log");
     plot_eval_log(cmd.out, gpt2 ? "GPT-2" : "BERT");
     std::fprintf(stderr, "\n[step %lld] heldout loss %.4f accuracy %.4f%s | strongest heads: neighbour %.3f (%s) "
                  "[CLS]/[SEP] %.3f (%s) own segment %.3f (%s)\n",
@@ -309,7 +303,7 @@ void add_pretrain_command(CLI::App& app) {
   cmd->add_option("--checkpoint-every", o->checkpoint_every, "Override: steps between checkpoints");
   cmd->add_option("--position-init", o->position_init, "Override: normal (N(0, 0.02)) or sinusoidal position embeddings at the start")
       ->check(CLI::IsMember({"normal", "sinusoidal"}));
-  cmd->add_option("--position-rms", o->position_rms, "Override: root-mean-square of the initial position table (0.02)")
+  cmd->add_option("--position-rms", o->position_rms, "Override: root-mean-square of the initial position table")
       ->check(CLI::Range(1e-6, 10.0));
   cmd->add_option("--mask-prob", o->mask_prob, "Override: BERT's share of masked tokens in training (held-out stays 0.15)")
       ->check(CLI::Range(0.01, 0.9));

@@ -33,4 +33,11 @@ inline int copy_tokenizer_files(const std::filesystem::path& from, const std::fi
   return copied;
 }
 
+// Appends rows to a CSV log by rewriting it through the crash-safe writer: a kill leaves the log as it
+// was before or after the append, never with a torn last row for a reader to misread. `what` names the
+// log in errors.
+inline void append_log(const std::filesystem::path& path, const std::string& rows, const char* what) {
+  write_file_atomically(path, detail::read_text_file(path, what) + rows);
+}
+
 }  // namespace darkbert::cli
