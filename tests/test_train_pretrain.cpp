@@ -3,8 +3,11 @@
 // and data position reloaded from disk) ends bit-identical to the run that never stopped.
 #include <doctest/doctest.h>
 
-#include <cstring>  // std::memcmp
-#include <vector>   // std::vector
+#include <algorithm>  // std::max
+#include <cmath>      // std::abs, std::log
+#include <cstring>    // std::memcmp
+#include <string>     // std::string
+#include <vector>     // std::vector
 
 #include "darkbert/train/pretrain.hpp"
 #include "darkbert/train/training_checkpoint.hpp"
@@ -121,6 +124,53 @@ TEST_CASE("pretraining GPT-2 lowers the held-out causal-LM loss") {
   o.checkpoint_every = 0;
   darkbert::pretrain(model, optimizer, task, o, {});
   CHECK(task.evaluate(model).loss < before.loss - 2.0);
+}
+
+TEST_CASE("GPT-2 can predict a seeded share of the positions; predicting all of them that way is the full loss") {
+  const auto tokenizer = darkbert::Tokenizer::from_directory(darkbert::test::data_dir() / "vocab/gpt2");
+  const auto corpus = darkbert::tokenize_corpus(darkbert::test::data_dir() / "corpus/heldout.txt", tokenizer, {.max_documents = 6});
+  const darkbert::PretrainingTaskOptions sampled{.max_length = 32, .heldout_windows = 8, .predicted_fraction = 0.25};
+  darkbert::PretrainingTask task(darkbert::Family::gpt2, corpus, corpus, tokenizer, sampled, 9);
+  const auto first = task.batch(0, 0, 8).positions;
+  // About a quarter of the 8 x 31 positions that have a next token, never the last of a row.
+  CHECK(static_cast<double>(first.size()) == doctest::Approx(0.25 * 8 * 31).epsilon(0.3));
+  for (const auto& [b, i] : first) CHECK(i < 31);
+  CHECK(task.batch(0, 0, 8).positions == first);  // drawn from (seed, epoch, example): a resume draws them again
+  CHECK(task.batch(0, 8, 8).positions != first);
+  darkbert::PretrainingTask other_seed(darkbert::Family::gpt2, corpus, corpus, tokenizer, sampled, 10);
+  CHECK(other_seed.batch(0, 0, 8).positions != first);
+  CHECK(darkbert::test::message_of([&] {
+          darkbert::PretrainingTask(darkbert::Family::gpt2, corpus, corpus, tokenizer, {.predicted_fraction = 0}, 9);
+        }).find("predicted_fraction") != std::string::npos);
+
+  // Listing every position that has a next token gives the loss and gradients of the full causal LM.
+  auto c = darkbert::ModelConfig::gpt2_shape(2, 16, 2, 32, 50257, 64);
+  c.architecture = "GPT2LMHeadModel";
+  const auto model = darkbert::Transformer<double>::random(c, darkbert::TaskHeads::for_architecture(c), 5);
+  darkbert::PretrainingTask full(darkbert::Family::gpt2, corpus, corpus, tokenizer, {.max_length = 32}, 9);
+  const auto b = full.batch(0, 0, 3);
+  CHECK(b.positions.empty());
+  std::vector<std::pair<darkbert::Index, darkbert::Index>> every;
+  for (darkbert::Index row = 0; row < 3; ++row)
+    for (darkbert::Index i = 0; i < 31; ++i) every.emplace_back(row, i);
+  darkbert::TrainingStep<double> all_logits(model), listed(model);
+  const darkbert::StepSettings no_dropout{.dropout = false};
+  const double loss_all = all_logits.forward_backward(model, b.batch, b.labels, no_dropout);
+  const double loss_listed = listed.forward_backward(model, b.batch, b.labels, no_dropout, every);
+  CHECK(loss_listed == doctest::Approx(loss_all).epsilon(1e-12));
+  const auto& g1 = all_logits.gradients().embeddings.word;
+  const auto& g2 = listed.gradients().embeddings.word;
+  double largest = 0, difference = 0;
+  for (darkbert::Index k = 0; k < static_cast<darkbert::Index>(g1.size()); ++k) {
+    largest = std::max(largest, std::abs(g1.data()[k]));
+    difference = std::max(difference, std::abs(g1.data()[k] - g2.data()[k]));
+  }
+  CHECK(largest > 0);
+  CHECK(difference <= 1e-12 * (1 + largest));
+  // A listed position at the end of a row has no next token to predict.
+  every.emplace_back(0, 31);
+  CHECK(darkbert::test::message_of([&] { listed.forward_backward(model, b.batch, b.labels, no_dropout, every); })
+            .find("last of its row") != std::string::npos);
 }
 
 TEST_CASE("a short phase trains on short examples first, then on max_length, each length in its own epochs") {

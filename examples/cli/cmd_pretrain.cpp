@@ -58,18 +58,20 @@ struct PretrainRecipe {
   double mask_prob = 0.15;                // BERT: share of the tokens masked for training (held-out: 0.15)
   int short_seq = 0;                      // tokens per example in a first, short phase (0 = none; pretrain.hpp)
   double short_fraction = 0;              // share of the steps in that phase
+  double predicted_fraction = 1;          // GPT-2: share of the training positions whose next token is predicted
 };
 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PretrainRecipe, arch, layers, hidden, heads, ff, seq, batch, lr, warmup, seed,
                                    max_documents, eval_every, checkpoint_every, probe_pairs, position_init,
-                                   position_rms, dropout, mask_prob, short_seq, short_fraction)
+                                   position_rms, dropout, mask_prob, short_seq, short_fraction, predicted_fraction)
 
 // The named recipes:
 //   mini       the embedded default models: 2 x 128 x 4, FFN 512, the first 85% of the steps on 32-token
 //              examples and the rest on 128 (as BERT was pretrained, at two lengths), sinusoidal positions
-//              at 3x the usual scale, lr 2e-3. In 30 minutes on one core this is the only recipe we
-//              measured whose BERT leaves the unigram plateau: positional, block and vertical heads
-//              emerge (README, "Looking for positional heads").
+//              at 3x the usual scale; lr 1e-3 for BERT (positional heads rise once the learning rate is
+//              at or below it), 2e-3 for GPT-2. 8,700 BERT steps take 30 minutes on one core here; they
+//              are the runs we measured whose BERT leaves the unigram plateau: positional, block and
+//              vertical heads emerge (README, "Looking for positional heads").
 //   reference  the PyTorch reference's shape and recipe (4 x 256 x 4, FFN 1024, seq 128, batch 32, lr 1e-3,
 //              warm-up 200; ../shared/notes/pretraining-reference.md), for side-by-side comparisons.
 //   tiny       seconds-long runs for tests.
@@ -77,7 +79,8 @@ inline PretrainRecipe named_recipe(const std::string& name, const std::string& a
   PretrainRecipe r;  // the defaults are the reference recipe
   r.arch = arch;
   if (name == "mini") {
-    r.layers = 2, r.hidden = 128, r.heads = 4, r.ff = 512, r.seq = 128, r.lr = 2e-3, r.warmup = 300;
+    r.layers = 2, r.hidden = 128, r.heads = 4, r.ff = 512, r.seq = 128, r.warmup = 300;
+    r.lr = arch == "gpt2" ? 2e-3 : 1e-3;
     r.batch = arch == "gpt2" ? 32 : 64;  // GPT-2 predicts every position: half the examples per step
     r.short_seq = 32, r.short_fraction = 0.85;
     r.position_init = "sinusoidal", r.position_rms = 0.06;
@@ -105,7 +108,7 @@ struct PretrainCommand {
   std::optional<std::int64_t> warmup, eval_every, checkpoint_every;
   std::optional<std::uint64_t> seed;
   std::optional<std::string> position_init;
-  std::optional<double> dropout, position_rms, mask_prob, short_fraction;
+  std::optional<double> dropout, position_rms, mask_prob, short_fraction, predicted_fraction;
 
   PretrainRecipe settings() const {
     PretrainRecipe r = named_recipe(recipe, arch);
@@ -117,7 +120,7 @@ struct PretrainCommand {
     set(r.max_documents, max_documents), set(r.eval_every, eval_every), set(r.checkpoint_every, checkpoint_every);
     set(r.probe_pairs, probe_pairs), set(r.position_init, position_init), set(r.dropout, dropout);
     set(r.position_rms, position_rms), set(r.mask_prob, mask_prob);
-    set(r.short_seq, short_seq), set(r.short_fraction, short_fraction);
+    set(r.short_seq, short_seq), set(r.short_fraction, short_fraction), set(r.predicted_fraction, predicted_fraction);
     if (r.short_seq > r.seq) fail("pretrain: the short phase's length (", r.short_seq, ") exceeds the sequence length (", r.seq, ")");
     return r;
   }
@@ -200,7 +203,8 @@ inline void run_pretrain_command(const PretrainCommand& cmd) {
   PretrainingTask task(gpt2 ? Family::gpt2 : Family::bert, train, heldout, tokenizer,
                        {.max_length = r.seq,
                         .masking = {.mask_prob = r.mask_prob,  // Google's cap of 20 at 15% of 128, scaled up with the rate
-                                    .max_predictions = std::max(20, static_cast<int>(std::ceil(r.seq * r.mask_prob)))}},
+                                    .max_predictions = std::max(20, static_cast<int>(std::ceil(r.seq * r.mask_prob)))},
+                        .predicted_fraction = r.predicted_fraction},
                        r.seed);
 
   const ModelConfig config = recipe_config(r);
@@ -229,12 +233,12 @@ inline void run_pretrain_command(const PretrainCommand& cmd) {
     write_file_atomically(heads_csv, "step,layer,head,neighbour_share,special_share,segment_share\n");
   }
   std::printf("pretraining %s: %d layers x %d hidden x %d heads, FFN %d, %lld parameters; seq %d, batch %zu, lr %g, "
-              "warm-up %lld, %s positions (rms %g), dropout %g, mask %g, short phase %d tokens for %g of the steps; "
-              "corpus %zu documents, %zu tokens\n",
+              "warm-up %lld, %s positions (rms %g), dropout %g, mask %g, short phase %d tokens for %g of the steps, "
+              "predicting %g of the positions; corpus %zu documents, %zu tokens\n",
               gpt2 ? "GPT-2" : "BERT", r.layers, r.hidden, r.heads, r.ff,
               static_cast<long long>(optimizer.first_moments().size()), r.seq, r.batch, r.lr,
               static_cast<long long>(r.warmup), r.position_init.c_str(), r.position_rms, r.dropout, r.mask_prob,
-              r.short_seq, r.short_fraction, train.documents(), train.tokens.size());
+              r.short_seq, r.short_fraction, gpt2 ? r.predicted_fraction : r.mask_prob, train.documents(), train.tokens.size());
 
   HeldoutScore last;
   auto evaluate = [&](const PretrainState& s, double train_loss) {
@@ -311,6 +315,9 @@ void add_pretrain_command(CLI::App& app) {
       ->check(CLI::Range(8, 1 << 20));
   cmd->add_option("--short-fraction", o->short_fraction, "Override: share of the steps in the short phase")
       ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--predicted-fraction", o->predicted_fraction,
+                  "Override: GPT-2's share of training positions whose next token is predicted (held-out: all)")
+      ->check(CLI::Range(0.001, 1.0));
   cmd->add_option("--dropout", o->dropout, "Override: embedding, attention and hidden dropout probability")
       ->check(CLI::Range(0.0, 0.99));
   cmd->add_option("--probe-pairs", o->probe_pairs, "Override: MRPC dev pairs for the per-head attention masses");

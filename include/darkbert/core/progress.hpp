@@ -33,6 +33,17 @@ class Progress {
       : label_(std::move(label)), total_(total), enabled_(enabled), tty_(::isatty(2) != 0), start_(Clock::now()),
         last_draw_(start_) {}
 
+  // One bar per loop: assigning a new bar would finish (print) the old one's copy at 0 steps.
+  Progress(const Progress&) = delete;
+  Progress& operator=(const Progress&) = delete;
+
+  /// A new estimate of the loop's length (a time budget refitted from the speed so far); the steps done,
+  /// the rate and the clock go on.
+  void set_total(long total) {
+    total_ = total;
+    last_decile_ = total_ > 0 ? done_ * 10 / total_ : 0;
+  }
+
   /// Counts `steps` more steps done and redraws when due.
   void advance(long steps = 1) {
     done_ += steps;

@@ -49,7 +49,7 @@ struct PretrainOptions {
   double max_grad_norm = 1.0;  ///< global-norm clipping
   bool dropout = true;         ///< the config's dropout probabilities
   std::uint64_t seed = 0;   ///< dropout; the data order and masks come from the task's seed
-  std::int64_t eval_every = 100;        ///< also at step 0 and at the end
+  std::int64_t eval_every = 100;        ///< also at step 0 and at the end (0: only there)
   std::int64_t checkpoint_every = 200;  ///< also at the end
   bool show_progress = true;  ///< a progress bar with loss and tokens/s
   int short_length = 0;         ///< tokens per example in the short phase (0 = no short phase)
@@ -133,7 +133,8 @@ PretrainState pretrain(Transformer<T>& model, AdamW<T>& optimizer, PretrainingTa
     return (state.total_steps > 0 && state.step >= state.total_steps) || (budget > 0 && state.seconds >= budget);
   };
   if (state.step == 0) report();
-  Progress progress("pretrain", static_cast<long>(state.total_steps ? state.total_steps - state.step : 0), o.show_progress);
+  const std::int64_t first_step = state.step;
+  Progress progress("pretrain", static_cast<long>(state.total_steps ? state.total_steps - first_step : 0), o.show_progress);
   while (!done()) {
     const auto start = Clock::now();
     const int length = o.length_at(state.step, state.total_steps, task.max_length());
@@ -172,7 +173,7 @@ PretrainState pretrain(Transformer<T>& model, AdamW<T>& optimizer, PretrainingTa
       } else if (state.step - timed_from == (state.total_steps == 0 ? timing_steps : refit_steps)) {
         const double per_step = (state.seconds - timed_start) / static_cast<double>(state.step - timed_from);
         state.total_steps = state.step + std::max<std::int64_t>(1, static_cast<std::int64_t>((budget - state.seconds) / per_step));
-        progress = Progress("pretrain", static_cast<long>(state.total_steps - state.step), o.show_progress);
+        progress.set_total(static_cast<long>(state.total_steps - first_step));
         timed_from = state.step;
         timed_start = state.seconds;
       }
@@ -183,7 +184,7 @@ PretrainState pretrain(Transformer<T>& model, AdamW<T>& optimizer, PretrainingTa
     progress.set_note(note);
     progress.advance();
     const bool last = done();
-    if (o.eval_every > 0 && (state.step % o.eval_every == 0 || last)) report();
+    if ((o.eval_every > 0 && state.step % o.eval_every == 0) || last) report();  // the final line scores the end
     if (callbacks.checkpoint && ((o.checkpoint_every > 0 && state.step % o.checkpoint_every == 0) || last))
       callbacks.checkpoint(state);
     if (callbacks.after_step) callbacks.after_step(state);

@@ -7,6 +7,9 @@
 ///        corpus, masked with a fixed seed (as the PyTorch reference in notes/pretraining-reference.md).
 /// GPT-2  causal LM on <|endoftext|>-joined windows (causal_lm_data.hpp);
 ///        held-out: next-token accuracy and mean cross-entropy (perplexity = exp) on the first 256 windows.
+///        Training may predict only a seeded share of the positions (predicted_fraction): at small widths
+///        the 50,257-way head is most of a step's FLOPs, and the loss over a random subset of positions
+///        is an unbiased estimate of the loss over all of them.
 /// @endcode
 /// An "epoch" is one pass over the training examples in a seeded order; BERT's segment pairs and masks are
 /// drawn afresh each epoch (dynamic masking). Batch k of an epoch depends only on (seed, epoch, length, k),
@@ -26,7 +29,7 @@
 #include <cstdint>    // std::uint64_t
 #include <vector>     // std::vector
 
-#include "../core/counter_rng.hpp"  // mix64
+#include "../core/counter_rng.hpp"  // mix64, counter_uniform
 #include "../core/error.hpp"
 #include "../data/pretraining_corpus.hpp"
 #include "../data/seeded_shuffle.hpp"
@@ -45,13 +48,16 @@ struct PretrainingTaskOptions {
   std::size_t heldout_windows = 256;  ///< GPT-2 held-out windows
   std::uint64_t heldout_seed = 12345; ///< fixed: every run is scored on the same masks
   MaskingOptions masking;              ///< BERT's training masks (the held-out masks are always the default 15%)
+  double predicted_fraction = 1;       ///< GPT-2: share of training positions whose next token is predicted
+                                       ///< (1 = all, as Hugging Face); held-out scores always predict all
 };
 
 /// A training batch (views into the task's buffers, valid until the next call).
 struct PretrainingBatch {
   const Batch& batch;        ///< the inputs
   const TaskLabels& labels;  ///< the targets
-  const std::vector<std::pair<Index, Index>>& positions;  ///< MLM logit positions (empty for GPT-2)
+  const std::vector<std::pair<Index, Index>>& positions;  ///< LM logit positions: BERT's masked tokens;
+                                                         ///< GPT-2's predicted ones (empty = all)
   Index real_tokens;  ///< non-padding tokens
 };
 
@@ -70,6 +76,8 @@ class PretrainingTask {
   PretrainingTask(Family family, const TokenizedCorpus& train, const TokenizedCorpus& heldout, const Tokenizer& tokenizer,
                   const PretrainingTaskOptions& options, std::uint64_t seed)
       : masked_(family != Family::gpt2), train_(train), options_(options), seed_(seed) {
+    require(options.predicted_fraction > 0 && options.predicted_fraction <= 1,
+            "pretraining: predicted_fraction must be in (0, 1], got ", options.predicted_fraction);
     if (masked_) {
       const auto special = tokenizer.special_tokens();
       require(special.cls && special.sep && special.mask, "pretraining: the tokenizer has no [CLS], [SEP] or [MASK] token");
@@ -107,7 +115,9 @@ class PretrainingTask {
     const std::span<const std::size_t> rows(order_.data() + offset, count);
     if (!masked_) {
       make_causal_lm_batch(train_windows_, rows, causal_);
-      return {causal_.batch, causal_.labels, no_positions_, causal_.real_tokens};
+      if (options_.predicted_fraction < 1) choose_predicted_positions(epoch, offset);
+      return {causal_.batch, causal_.labels, options_.predicted_fraction < 1 ? predicted_ : no_positions_,
+              causal_.real_tokens};
     }
     keys_.clear();
     for (std::size_t r = 0; r < count; ++r) keys_.push_back((static_cast<std::uint64_t>(epoch) << 32) + offset + r);
@@ -187,6 +197,23 @@ class PretrainingTask {
   }
 
  private:
+  /// GPT-2: the positions of the current causal batch whose next token is predicted, each kept with
+  /// probability predicted_fraction from a counter RNG keyed by (seed, epoch, example, position), so a
+  /// resumed run draws the same ones. The last position of a row has no next token and is never chosen;
+  /// a batch that draws none predicts its first position.
+  void choose_predicted_positions(std::int64_t epoch, std::size_t offset) {
+    const Index B = causal_.batch.batch_size, L = causal_.batch.length;
+    const auto fraction = static_cast<float>(options_.predicted_fraction);
+    predicted_.clear();
+    for (Index b = 0; b < B; ++b) {
+      const std::uint64_t key = mix64(seed_ ^ 0x70726564ULL) ^
+                                mix64((static_cast<std::uint64_t>(epoch) << 32) + offset + static_cast<std::uint64_t>(b));
+      for (Index i = 0; i + 1 < L; ++i)
+        if (counter_uniform(key, static_cast<std::uint64_t>(i)) < fraction) predicted_.emplace_back(b, i);
+    }
+    if (predicted_.empty()) predicted_.emplace_back(0, 0);
+  }
+
   /// The examples and their order for `epoch` at `length` (kept until another epoch or length is asked for).
   void prepare(std::int64_t epoch, int length) {
     if (length == 0) length = options_.max_length;
@@ -218,6 +245,7 @@ class PretrainingTask {
   std::vector<std::uint64_t> keys_;
   MaskedLmBatch masked_lm_;
   CausalLmBatch causal_;
+  std::vector<std::pair<Index, Index>> predicted_;
   const std::vector<std::pair<Index, Index>> no_positions_;
 };
 

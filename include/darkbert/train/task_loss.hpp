@@ -5,7 +5,8 @@
 /// sequence classifier, several labels    cross-entropy of sequence_logits against classes
 /// sequence classifier, one label         MSE of sequence_logits against values (regression)
 /// masked LM (+ NSP)                      cross-entropy over tokens != -100 (+ cross-entropy of NSP)
-/// causal LM (GPT-2)                      cross-entropy of logits[:, :-1] against tokens[:, 1:]
+/// causal LM (GPT-2)                      cross-entropy of logits[:, :-1] against tokens[:, 1:] (or, with
+///                                        logit_positions, of the logits there against the next tokens)
 /// @endcode
 ///
 /// @code
@@ -72,12 +73,15 @@ autodiff::Var<T> task_loss(autodiff::Tape<T>& tape, const Transformer<T>& model,
     require(selected || vars.token_logits.valid(), "task_loss: run a training forward with token logits first");
     targets.classes.clear();
     if (selected) {
-      // The logits exist only at the selected (masked) positions: gather their labels.
+      // The logits exist only at the selected positions (BERT's masked tokens, or the positions a causal
+      // LM predicts from): gather their labels, shifted by one for a causal LM.
+      const Index shift = heads.causal_lm ? 1 : 0;
       for (Index r = 0; r < vars.selected_logits.rows(); ++r) {
         const Index row = result.scratch.rows[u(2 * B + r)];
-        targets.classes.push_back(labels.tokens[u(row)]);
+        require(row % L + shift < L, "task_loss: logit position ", r, " is the last of its row: a causal LM",
+                " predicts nothing there");
+        targets.classes.push_back(labels.tokens[u(row + shift)]);
       }
-      require(!heads.causal_lm, "task_loss: a causal LM computes logits at every position (no logit_positions)");
     } else if (heads.causal_lm) {
       // Position i predicts the token at i + 1; the last position of each row predicts nothing.
       targets.classes.assign(u(B * L), ops::ignore_index);
