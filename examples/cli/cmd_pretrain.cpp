@@ -69,9 +69,9 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PretrainRecipe, arch, layers, hi
 //   mini       the embedded default models: 2 x 128 x 4, FFN 512, the first 85% of the steps on 32-token
 //              examples and the rest on 128 (as BERT was pretrained, at two lengths), sinusoidal positions
 //              at 3x the usual scale; lr 1e-3 for BERT (positional heads rise once the learning rate is
-//              at or below it), 2e-3 for GPT-2. 8,700 BERT steps take 30 minutes on one core here; they
-//              are the runs we measured whose BERT leaves the unigram plateau: positional, block and
-//              vertical heads emerge (README, "Looking for positional heads").
+//              at or below it), 2e-3 for GPT-2. 8,700 BERT steps (--steps 8700) train in about 23 minutes
+//              on this machine's two cores (40 on one); positional, block and vertical heads emerge
+//              (README, "Looking for positional heads").
 //   reference  the PyTorch reference's shape and recipe (4 x 256 x 4, FFN 1024, seq 128, batch 32, lr 1e-3,
 //              warm-up 200; ../shared/notes/pretraining-reference.md), for side-by-side comparisons.
 //   tiny       seconds-long runs for tests.
