@@ -122,3 +122,15 @@ TEST_CASE("devices are written in place and folders refused") {
   CHECK(darkbert::test::message_of([&] { darkbert::write_file_atomically(dir / "missing" / "f", "x"); }) ==
         (dir / "missing" / "f").string() + ": cannot open for writing: No such file or directory");
 }
+
+TEST_CASE("append_file_atomically appends to a file, starts a missing one, and names an unreadable one") {
+  const auto dir = darkbert::test::scratch_dir("append_file_atomically");
+  const auto log = dir / "log.csv";
+  darkbert::append_file_atomically(log, "step,loss\n", "training log");  // missing: started
+  darkbert::append_file_atomically(log, "1,0.5\n", "training log");
+  darkbert::append_file_atomically(log, "2,0.25\n", "training log");
+  CHECK(slurp(log) == "step,loss\n1,0.5\n2,0.25\n");
+  std::filesystem::create_directories(dir / "folder.csv");
+  CHECK(darkbert::test::message_of([&] { darkbert::append_file_atomically(dir / "folder.csv", "x\n", "training log"); })
+            == "training log '" + (dir / "folder.csv").string() + "' is a directory, not a file");
+}

@@ -41,7 +41,10 @@ void add_finetune_command(CLI::App& app) {
   auto o = std::make_shared<FinetuneOptions>();
   auto* cmd = app.add_subcommand("finetune", "Fine-tune a checkpoint on a GLUE task and score it after every epoch\n"
                                              "  e.g. darkbert finetune --model mini-bert --task SST-2 --out sst2-run");
-  cmd->add_option("--model", o->model, "Checkpoint folder (its encoder; a classifier head is added)")->required()->check(CLI::ExistingDirectory);
+  o->model = "mini-bert";
+  cmd->add_option("--model", o->model, "Checkpoint folder (its encoder; a classifier head is added), or mini-bert / mini-gpt2: "
+                                      "the embedded default models, pretrained on first use")
+      ->check(model_folder_or_default)->capture_default_str();
   cmd->add_option("--task", o->task, "GLUE task: MRPC, STS-B, SST-2, RTE, QNLI (QQP, MNLI when present)")->required();
   cmd->add_option("--out", o->out, "Write the fine-tuned checkpoint and metrics.json here")->required();
   cmd->add_option("--init", o->init, "pretrained: the checkpoint's weights; random: the same shape from random weights")
@@ -49,7 +52,10 @@ void add_finetune_command(CLI::App& app) {
   cmd->add_flag("--freeze-encoder", o->freeze_encoder, "Train only the task heads (pooler and classifier)");
   cmd->add_option("--seed", o->seed, "Seed of the classifier's initialisation, example order and dropout")->capture_default_str();
   add_fine_tuning_recipe_options(cmd, *o);
-  cmd->callback([o] { run_finetune_command(*o); });
+  cmd->callback([o] {
+    o->model = resolve_model(o->model);
+    run_finetune_command(*o);
+  });
 }
 
 }  // namespace darkbert::cli

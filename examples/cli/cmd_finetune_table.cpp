@@ -191,7 +191,7 @@ inline void run_finetune_table_command(const FinetuneTableOptions& o) {
           lines += line;
           rows.push_back(row);
         }
-        append_log(runs_path, lines, "finetune-table runs");  // one finished run at a time: a kill loses at most the current one
+        append_file_atomically(runs_path, lines, "finetune-table runs");  // one finished run at a time: a kill loses at most the current one
       }
   write_table(o, rows);
 }
@@ -202,7 +202,10 @@ void add_finetune_table_command(CLI::App& app) {
                                  "The paper's Table 1 for one checkpoint: each task fine-tuned from pretrained weights, from\n"
                                  "random weights and with a frozen encoder, several seeds each; mean ± sd beside the paper\n"
                                  "  e.g. darkbert finetune-table --model mini-bert --out table1 --seeds 3");
-  cmd->add_option("--model", o->recipe.model, "Checkpoint folder (its encoder; a classifier head is added)")->required()->check(CLI::ExistingDirectory);
+  o->recipe.model = "mini-bert";
+  cmd->add_option("--model", o->recipe.model, "Checkpoint folder (its encoder; a classifier head is added), or mini-bert / mini-gpt2: "
+                                      "the embedded default models, pretrained on first use")
+      ->check(model_folder_or_default)->capture_default_str();
   cmd->add_option("--out", o->out, "Write runs.csv, table.md and table.json here (a rerun continues)")->required();
   cmd->add_option("--tasks", o->tasks, "GLUE tasks")->delimiter(',')->capture_default_str();
   cmd->add_option("--settings", o->settings, "pretrained, random, frozen")->delimiter(',')
@@ -212,6 +215,7 @@ void add_finetune_table_command(CLI::App& app) {
   add_fine_tuning_recipe_options(cmd, o->recipe);
   cmd->callback([o] {
     for (const auto& task : o->tasks) (void)parse_glue_task(task);  // a typo fails before an hour of runs
+    o->recipe.model = resolve_model(o->recipe.model);
     run_finetune_table_command(*o);
   });
 }

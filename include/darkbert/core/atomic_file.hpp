@@ -23,6 +23,8 @@
 #include <cerrno>       // errno, EINTR
 #include <cstdio>       // std::rename
 #include <cstring>      // std::strerror
+#include <fstream>      // std::ifstream (append_file_atomically)
+#include <iterator>     // std::istreambuf_iterator
 #include <sstream>      // std::ostringstream
 #include <filesystem>   // std::filesystem::path
 #include <string>       // std::string
@@ -161,6 +163,23 @@ inline void write_file_atomically(const std::filesystem::path& path, std::string
   AtomicFileWriter out(path);
   out.write(bytes);
   out.commit();
+}
+
+// Appends `rows` to the file at `path` (a missing file counts as empty) by rewriting it crash-safely: a kill
+// leaves the file as it was before or after the append, never with a torn last row for a reader to
+// misread. For logs of a few thousand rows (training curves, finished runs). `what` names it in errors.
+inline void append_file_atomically(const std::filesystem::path& path, std::string_view rows, const char* what) {
+  std::string bytes;
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) fail(what, " '", path.string(), "' is a directory, not a file");
+  if (std::filesystem::exists(path, ec)) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) fail("cannot open ", what, " '", path.string(), "' to append to it");
+    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    if (in.bad()) fail("error while reading ", what, " '", path.string(), "'");
+  }
+  bytes += rows;
+  write_file_atomically(path, bytes);
 }
 
 }  // namespace darkbert

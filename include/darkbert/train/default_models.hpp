@@ -1,0 +1,111 @@
+#pragma once
+/// @file
+/// The embedded default models: a BERT and a GPT-2 pretrained from scratch with the `mini` recipe
+/// (train/pretraining_recipe.hpp) on the data root's corpus. No pretrained weights can be downloaded, so
+/// these are what the reproduction examples analyse when no checkpoint is given. They are trained on first
+/// use (about 23 minutes each on two cores) and cached in `<cache>/models/` (data/root.hpp), never shipped.
+///
+/// @code
+/// auto root = darkbert::DataRoot::from_environment();
+/// auto dir = darkbert::default_model(root, "bert");  // trained once, then read from the cache
+/// auto model = darkbert::Transformer<float>::load(dir);
+/// @endcode
+///
+/// A first use that is killed keeps its checkpoint: the next one resumes it (and ends bit-identical to an
+/// uninterrupted training). Two processes asking at once take turns on a lock file; the second finds the
+/// model the first trained.
+
+#include <fcntl.h>     // ::open
+#include <sys/file.h>  // ::flock
+#include <unistd.h>    // ::close
+
+#include <cerrno>      // errno
+#include <cstring>     // std::strerror
+#include <filesystem>  // std::filesystem
+#include <optional>    // std::optional
+#include <ostream>     // std::ostream
+#include <string>      // std::string
+
+#include "../core/error.hpp"
+#include "../data/root.hpp"
+#include "pretraining_recipe.hpp"
+#include "pretraining_run.hpp"
+
+namespace darkbert {
+
+/// Bumped when the `mini` recipe changes, so that a cache never serves a model trained by an older one.
+inline constexpr int default_model_version = 1;
+
+/// Where the default model of `arch` (bert or gpt2) is cached: `<cache>/models/mini-<arch>-v<version>`.
+inline std::filesystem::path default_model_dir(const DataRoot& root, const std::string& arch) {
+  require(arch == "bert" || arch == "gpt2", "default model: arch is '", arch, "' (bert or gpt2)");
+  return root.cache_dir() / "models" / ("mini-" + arch + "-v" + std::to_string(default_model_version));
+}
+
+/// How default_model trains on first use.
+struct DefaultModelOptions {
+  std::optional<PretrainRecipe> recipe;  ///< instead of `mini` (tests: a seconds-long recipe)
+  bool show_progress = true;             ///< progress bars on stderr while training
+  std::ostream* log = nullptr;           ///< what happens (may be null)
+};
+
+namespace detail {
+
+// An exclusive advisory lock on a file, held for the object's lifetime (flock: released by the kernel
+// if the process dies, so a killed training never leaves the cache locked).
+class FileLock {
+ public:
+  explicit FileLock(const std::filesystem::path& path) {
+    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ < 0) fail(path.string(), ": cannot open the lock file: ", std::strerror(errno));
+    while (::flock(fd_, LOCK_EX) != 0)
+      if (errno != EINTR) {
+        const int err = errno;
+        ::close(fd_);
+        fail(path.string(), ": cannot lock: ", std::strerror(err));
+      }
+  }
+  ~FileLock() { ::close(fd_); }
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
+inline bool is_model_folder(const std::filesystem::path& dir) {
+  std::error_code ec;
+  return std::filesystem::is_regular_file(dir / "config.json", ec) && std::filesystem::is_regular_file(dir / "model.safetensors", ec);
+}
+
+}  // namespace detail
+
+/// The folder of the default model of `arch`: from the cache, or pretrained into it first. Training
+/// happens in `<dir>.partial` (resumed if a first use was killed), and the finished folder is renamed
+/// into place, so `<dir>` is either absent or whole.
+inline std::filesystem::path default_model(const DataRoot& root, const std::string& arch, const DefaultModelOptions& o = {}) {
+  namespace fs = std::filesystem;
+  const fs::path dir = default_model_dir(root, arch);
+  if (detail::is_model_folder(dir)) return dir;
+  fs::create_directories(dir.parent_path());
+  const detail::FileLock lock(fs::path(dir.string() + ".lock"));
+  if (detail::is_model_folder(dir)) return dir;  // trained by another process while this one waited
+
+  const fs::path partial = dir.string() + ".partial";
+  if (o.log)
+    *o.log << "default model: no " << arch << " in " << dir.string() << "; pretraining it with the "
+           << (o.recipe ? "given" : "mini") << " recipe into " << partial.string()
+           << " (first use only; a killed run resumes)" << std::endl;
+  const auto result = run_pretraining(root, {.out = partial, .recipe = o.recipe.value_or(named_recipe("mini", arch)),
+                                             .resume = true, .show_progress = o.show_progress, .log = o.log});
+  fs::remove_all(partial / "checkpoint");  // only needed to resume; the model is the folder itself
+  std::error_code ec;
+  fs::remove_all(dir, ec);  // a folder without a model (e.g. emptied by hand)
+  fs::rename(partial, dir);
+  if (o.log)
+    *o.log << "default model: saved " << dir.string() << " (held-out accuracy " << result.heldout.accuracy << " after "
+           << result.state.step << " steps)" << std::endl;
+  return dir;
+}
+
+}  // namespace darkbert

@@ -1,0 +1,108 @@
+#pragma once
+/// @file
+/// A pretraining run's settings in one record (saved as the run's run.json), the named recipes, and the
+/// model configuration a recipe builds.
+///
+/// @code
+/// auto recipe = darkbert::named_recipe("mini", "bert");  // the embedded default BERT
+/// recipe.lr = 5e-4;                                       // every field can be changed
+/// darkbert::ModelConfig config = darkbert::recipe_config(recipe);
+/// @endcode
+
+#include <algorithm>  // std::max
+#include <cstddef>    // std::size_t
+#include <cstdint>    // std::int64_t, std::uint64_t
+#include <string>     // std::string
+
+#include <nlohmann/json.hpp>
+
+#include "../core/error.hpp"
+#include "../model/config.hpp"
+
+namespace darkbert {
+
+/// A recipe's settings. The defaults are the `reference` recipe.
+struct PretrainRecipe {
+  std::string arch = "bert";  ///< bert (masked LM + NSP) or gpt2 (causal LM)
+  int layers = 4, hidden = 256, heads = 4, ff = 1024, seq = 128;
+  std::size_t batch = 32;
+  double lr = 1e-3;
+  std::int64_t warmup = 200;
+  std::int64_t steps = 0;   ///< length of the run (0: give minutes)
+  double minutes = 0;       ///< or a training-time budget (used when steps is 0)
+  std::uint64_t seed = 0;
+  std::size_t max_documents = 0;  ///< train on the first N documents (0 = all)
+  std::int64_t eval_every = 100, checkpoint_every = 200;
+  std::size_t probe_pairs = 200;          ///< MRPC dev pairs for the per-head attention masses
+  std::string position_init = "normal";  ///< or "sinusoidal" (train/position_init.hpp)
+  double position_rms = 0.02;             ///< root-mean-square of the initial position table
+  double dropout = 0.1;                   ///< embedding, attention and hidden dropout while pretraining
+  double mask_prob = 0.15;                ///< BERT: share of the tokens masked for training (held-out: 0.15)
+  int short_seq = 0;                      ///< tokens per example in a first, short phase (0 = none; pretrain.hpp)
+  double short_fraction = 0;              ///< share of the steps in that phase
+  double predicted_fraction = 1;          ///< GPT-2: share of the training positions whose next token is predicted
+
+  /// Refuses settings no run can use, naming the field.
+  void validate() const {
+    require(arch == "bert" || arch == "gpt2", "pretraining recipe: arch is '", arch, "' (bert or gpt2)");
+    require(layers > 0 && hidden > 0 && heads > 0 && ff > 0 && seq > 1 && batch > 0,
+            "pretraining recipe: layers, hidden, heads, ff, seq and batch must be positive");
+    require(short_seq <= seq, "pretraining recipe: the short phase's length (", short_seq,
+            ") exceeds the sequence length (", seq, ")");
+    require(steps > 0 || minutes > 0, "pretraining recipe: give a number of steps or minutes");
+  }
+};
+
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PretrainRecipe, arch, layers, hidden, heads, ff, seq, batch, lr, warmup,
+                                                steps, minutes, seed, max_documents, eval_every, checkpoint_every,
+                                                probe_pairs, position_init, position_rms, dropout, mask_prob, short_seq,
+                                                short_fraction, predicted_fraction)
+
+/// The named recipes:
+///   mini       the embedded default models (train/default_models.hpp): 2 x 128 x 4, FFN 512, the first 85%
+///              of the steps on 32-token examples and the rest on 128 (as BERT was pretrained, at two
+///              lengths), sinusoidal positions at 3x the usual scale. BERT: lr 1e-3 (positional heads rise
+///              once the learning rate is at or below it), batch 64, 8,700 steps, about 23 minutes on this
+///              machine's two cores (40 on one); positional, block and vertical heads emerge (README,
+///              "Looking for positional heads"). GPT-2: lr 2e-3, batch 32, 3,000 steps, about 26 minutes
+///              on two cores, bound by its 50,257-way head on every position; its previous-token head
+///              stays weak at this budget (README, "`mini` GPT-2 pretraining").
+///   reference  the PyTorch reference's shape and recipe (4 x 256 x 4, FFN 1024, seq 128, batch 32, lr 1e-3,
+///              warm-up 200; ../shared/notes/pretraining-reference.md), for side-by-side comparisons: 20 minutes.
+///   tiny       seconds-long runs for tests (no length: give one).
+inline PretrainRecipe named_recipe(const std::string& name, const std::string& arch) {
+  PretrainRecipe r;
+  r.arch = arch;
+  if (name == "mini") {
+    r.layers = 2, r.hidden = 128, r.heads = 4, r.ff = 512, r.seq = 128, r.warmup = 300;
+    r.short_seq = 32, r.short_fraction = 0.85;
+    r.position_init = "sinusoidal", r.position_rms = 0.06;
+    r.eval_every = 500, r.checkpoint_every = 500;
+    if (arch == "gpt2") {
+      r.lr = 2e-3, r.batch = 32, r.steps = 3000;  // every position predicted: half the examples per step
+    } else {
+      r.lr = 1e-3, r.batch = 64, r.steps = 8700;
+    }
+  } else if (name == "tiny") {
+    r.layers = 2, r.hidden = 64, r.heads = 2, r.ff = 256, r.seq = 64, r.batch = 8, r.lr = 2e-3, r.warmup = 20;
+    r.eval_every = 50, r.checkpoint_every = 50, r.probe_pairs = 20;
+  } else if (name == "reference") {
+    r.minutes = 20;
+  } else {
+    fail("pretraining: unknown recipe '", name, "' (mini, reference or tiny)");
+  }
+  return r;
+}
+
+/// The model a recipe trains: its shape, the real vocabulary's size, at least 128 positions (the §3.1 probe
+/// feeds whole MRPC pairs whatever the training length) and the recipe's dropout.
+inline ModelConfig recipe_config(const PretrainRecipe& r) {
+  ModelConfig c = r.arch == "gpt2" ? ModelConfig::gpt2_shape(r.layers, r.hidden, r.heads, r.ff, 50257, std::max(r.seq, 128))
+                                   : ModelConfig::bert_shape(r.layers, r.hidden, r.heads, r.ff, 30522, std::max(r.seq, 128));
+  c.architecture = r.arch == "gpt2" ? "GPT2LMHeadModel" : "BertForPreTraining";
+  c.embedding_dropout = c.attention_dropout = c.hidden_dropout = r.dropout;
+  c.validate("pretraining recipe");
+  return c;
+}
+
+}  // namespace darkbert

@@ -1,0 +1,80 @@
+// train/default_models.hpp (and train/pretraining_run.hpp, which it runs): the first use pretrains the
+// model into the cache as a whole Hugging Face folder, later uses read it without training, and a first
+// use that was killed resumes and ends with the same bytes as one that never stopped. A seconds-long
+// recipe stands in for `mini`.
+#include <doctest/doctest.h>
+
+#include <filesystem>  // std::filesystem
+#include <fstream>     // std::ifstream
+#include <iterator>    // std::istreambuf_iterator
+#include <sstream>     // std::ostringstream
+#include <string>      // std::string
+
+#include "darkbert/train/default_models.hpp"
+#include "test_support.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+darkbert::PretrainRecipe quick_recipe() {
+  auto r = darkbert::named_recipe("tiny", "bert");
+  r.steps = 6, r.max_documents = 30, r.probe_pairs = 4, r.eval_every = 3, r.checkpoint_every = 3;
+  return r;
+}
+
+std::string bytes_of(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+struct Stop {};  // thrown after a checkpoint: the run ends as a kill would end it
+
+}  // namespace
+
+TEST_CASE("default_model pretrains on first use into <cache>/models, then serves the cached folder") {
+  const auto cache = darkbert::test::scratch_dir("default_models_first_use");
+  const auto root = darkbert::DataRoot::single(darkbert::test::data_dir(), cache);
+  const auto expected = cache / "models" / "mini-bert-v1";
+  CHECK(darkbert::default_model_dir(root, "bert") == expected);
+  CHECK(darkbert::default_model_dir(root, "gpt2") == cache / "models" / "mini-gpt2-v1");
+
+  std::ostringstream log;
+  const auto dir = darkbert::default_model(root, "bert", {.recipe = quick_recipe(), .show_progress = false, .log = &log});
+  CHECK(dir == expected);
+  CHECK(log.str().find("pretraining it with the given recipe") != std::string::npos);
+  for (const char* name : {"config.json", "model.safetensors", "vocab.txt", "run.json", "eval.csv", "head_masses.png"})
+    CHECK_MESSAGE(fs::is_regular_file(dir / name), name);
+  CHECK_FALSE(fs::exists(dir / "checkpoint"));
+  CHECK_FALSE(fs::exists(cache / "models" / "mini-bert-v1.partial"));
+  const auto model = darkbert::Transformer<float>::load(dir);
+  CHECK(model.config().num_layers == 2);
+  CHECK(model.config().hidden_size == 64);
+
+  // Served from the cache: nothing trained, nothing rewritten.
+  const auto written = fs::last_write_time(dir / "model.safetensors");
+  std::ostringstream again;
+  CHECK(darkbert::default_model(root, "bert", {.recipe = quick_recipe(), .show_progress = false, .log = &again}) == dir);
+  CHECK(again.str().empty());
+  CHECK(fs::last_write_time(dir / "model.safetensors") == written);
+
+  // A first use killed after its checkpoint at step 3 resumes there and ends with the same weights.
+  const auto cache2 = darkbert::test::scratch_dir("default_models_killed");
+  const auto root2 = darkbert::DataRoot::single(darkbert::test::data_dir(), cache2);
+  const auto partial = cache2 / "models" / "mini-bert-v1.partial";
+  CHECK_THROWS_AS(darkbert::run_pretraining(root2, {.out = partial, .recipe = quick_recipe(), .show_progress = false,
+                                                    .after_step = [](const darkbert::PretrainState& s) {
+                                                      if (s.step == 4) throw Stop{};
+                                                    }}),
+                  Stop);
+  std::ostringstream resumed;
+  const auto dir2 = darkbert::default_model(root2, "bert", {.recipe = quick_recipe(), .show_progress = false, .log = &resumed});
+  CHECK(resumed.str().find("resuming") != std::string::npos);
+  CHECK(bytes_of(dir2 / "model.safetensors") == bytes_of(dir / "model.safetensors"));
+}
+
+TEST_CASE("default_model names a wrong architecture") {
+  const auto root = darkbert::DataRoot::single(darkbert::test::data_dir(), darkbert::test::scratch_dir("default_models_arch"));
+  CHECK(darkbert::test::message_of([&] { darkbert::default_model_dir(root, "t5"); }) ==
+        "default model: arch is 't5' (bert or gpt2)");
+}

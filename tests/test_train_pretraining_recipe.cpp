@@ -1,0 +1,81 @@
+// train/pretraining_recipe.hpp: the named recipes, their validation (errors name the field), the JSON a
+// run saves as run.json and reads back on resume, and the model configuration a recipe builds.
+#include <doctest/doctest.h>
+
+#include <string>  // std::string
+
+#include <nlohmann/json.hpp>
+
+#include "darkbert/train/pretraining_recipe.hpp"
+#include "test_support.hpp"
+
+using darkbert::named_recipe;
+using darkbert::PretrainRecipe;
+using darkbert::test::message_of;
+
+TEST_CASE("the mini recipe: 2 x 128 x 4 at two lengths, BERT by steps, GPT-2 with its own learning rate") {
+  const auto bert = named_recipe("mini", "bert"), gpt2 = named_recipe("mini", "gpt2");
+  for (const auto& r : {bert, gpt2}) {
+    CHECK(r.layers == 2);
+    CHECK(r.hidden == 128);
+    CHECK(r.heads == 4);
+    CHECK(r.ff == 512);
+    CHECK(r.short_seq == 32);
+    CHECK(r.seq == 128);
+    CHECK(r.position_init == "sinusoidal");
+    CHECK_NOTHROW(r.validate());
+  }
+  CHECK(bert.steps == 8700);
+  CHECK(bert.lr == doctest::Approx(1e-3));
+  CHECK(gpt2.arch == "gpt2");
+  CHECK(gpt2.steps == 3000);
+  CHECK(named_recipe("reference", "bert").minutes == 20);
+  CHECK(named_recipe("reference", "bert").hidden == 256);
+}
+
+TEST_CASE("a recipe's errors name what is wrong") {
+  CHECK(message_of([] { named_recipe("huge", "bert"); }) == "pretraining: unknown recipe 'huge' (mini, reference or tiny)");
+  auto r = named_recipe("tiny", "bert");
+  CHECK(message_of([&] { r.validate(); }) == "pretraining recipe: give a number of steps or minutes");
+  r.steps = 10;
+  CHECK_NOTHROW(r.validate());
+  r.short_seq = 100;
+  CHECK(message_of([&] { r.validate(); }) == "pretraining recipe: the short phase's length (100) exceeds the sequence length (64)");
+  r.short_seq = 0;
+  r.arch = "t5";
+  CHECK(message_of([&] { r.validate(); }) == "pretraining recipe: arch is 't5' (bert or gpt2)");
+  r.arch = "bert";
+  r.batch = 0;
+  CHECK(message_of([&] { r.validate(); }) ==
+        "pretraining recipe: layers, hidden, heads, ff, seq and batch must be positive");
+}
+
+TEST_CASE("a recipe survives its JSON (run.json), and a run.json from before a field existed takes its default") {
+  auto r = named_recipe("mini", "gpt2");
+  r.predicted_fraction = 0.25;
+  r.seed = 7;
+  const auto back = nlohmann::json(r).get<PretrainRecipe>();
+  CHECK(nlohmann::json(back) == nlohmann::json(r));
+  auto old = nlohmann::json(r);
+  old.erase("steps");
+  old.erase("predicted_fraction");
+  const auto read = old.get<PretrainRecipe>();
+  CHECK(read.steps == 0);
+  CHECK(read.predicted_fraction == 1);
+  CHECK(read.seed == 7);
+}
+
+TEST_CASE("recipe_config: the recipe's shape, the real vocabulary, at least 128 positions, its dropout") {
+  auto r = named_recipe("tiny", "bert");
+  r.dropout = 0.05;
+  const auto c = darkbert::recipe_config(r);
+  CHECK(c.architecture == "BertForPreTraining");
+  CHECK(c.num_layers == 2);
+  CHECK(c.hidden_size == 64);
+  CHECK(c.vocab_size == 30522);
+  CHECK(c.max_sequence_length() == 128);
+  CHECK(c.hidden_dropout == doctest::Approx(0.05));
+  const auto g = darkbert::recipe_config(named_recipe("mini", "gpt2"));
+  CHECK(g.architecture == "GPT2LMHeadModel");
+  CHECK(g.vocab_size == 50257);
+}
