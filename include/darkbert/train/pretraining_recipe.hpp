@@ -24,15 +24,20 @@ namespace darkbert {
 /// A recipe's settings. The defaults are the `reference` recipe.
 struct PretrainRecipe {
   std::string arch = "bert";  ///< bert (masked LM + NSP) or gpt2 (causal LM)
-  int layers = 4, hidden = 256, heads = 4, ff = 1024, seq = 128;
-  std::size_t batch = 32;
-  double lr = 1e-3;
-  std::int64_t warmup = 200;
-  std::int64_t steps = 0;   ///< length of the run (0: give minutes)
-  double minutes = 0;       ///< or a training-time budget (used when steps is 0)
-  std::uint64_t seed = 0;
+  int layers = 4;             ///< transformer blocks
+  int hidden = 256;           ///< hidden size
+  int heads = 4;              ///< attention heads
+  int ff = 1024;              ///< FFN size
+  int seq = 128;              ///< tokens per training example (the long phase's, with a short phase)
+  std::size_t batch = 32;     ///< examples per step
+  double lr = 1e-3;           ///< peak learning rate (linear warm-up, then linear decay to 0)
+  std::int64_t warmup = 200;  ///< warm-up steps
+  std::int64_t steps = 0;     ///< length of the run (0: give minutes)
+  double minutes = 0;         ///< or a training-time budget (used when steps is 0)
+  std::uint64_t seed = 0;     ///< weights, data order, masks and dropout
   std::size_t max_documents = 0;  ///< train on the first N documents (0 = all)
-  std::int64_t eval_every = 100, checkpoint_every = 200;
+  std::int64_t eval_every = 100;       ///< steps between held-out evaluations (also at 0 and at the end)
+  std::int64_t checkpoint_every = 200;  ///< steps between checkpoints (also at the end)
   std::size_t probe_pairs = 200;          ///< MRPC dev pairs for the per-head attention masses
   std::string position_init = "normal";  ///< or "sinusoidal" (train/position_init.hpp)
   double position_rms = 0.02;             ///< root-mean-square of the initial position table
