@@ -41,10 +41,7 @@ void add_finetune_command(CLI::App& app) {
   auto o = std::make_shared<FinetuneOptions>();
   auto* cmd = app.add_subcommand("finetune", "Fine-tune a checkpoint on a GLUE task and score it after every epoch\n"
                                              "  e.g. darkbert finetune --model mini-bert --task SST-2 --out sst2-run");
-  o->model = "mini-bert";
-  cmd->add_option("--model", o->model, "Checkpoint folder (its encoder; a classifier head is added), or mini-bert / mini-gpt2: "
-                                      "the embedded default models, pretrained on first use")
-      ->check(model_folder_or_default)->capture_default_str();
+  add_model_option(cmd, o->model);
   cmd->add_option("--task", o->task, "GLUE task: MRPC, STS-B, SST-2, RTE, QNLI (QQP, MNLI when present)")->required();
   cmd->add_option("--out", o->out, "Write the fine-tuned checkpoint and metrics.json here")->required();
   cmd->add_option("--init", o->init, "pretrained: the checkpoint's weights; random: the same shape from random weights")

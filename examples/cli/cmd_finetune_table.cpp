@@ -202,10 +202,7 @@ void add_finetune_table_command(CLI::App& app) {
                                  "The paper's Table 1 for one checkpoint: each task fine-tuned from pretrained weights, from\n"
                                  "random weights and with a frozen encoder, several seeds each; mean ± sd beside the paper\n"
                                  "  e.g. darkbert finetune-table --model mini-bert --out table1 --seeds 3");
-  o->recipe.model = "mini-bert";
-  cmd->add_option("--model", o->recipe.model, "Checkpoint folder (its encoder; a classifier head is added), or mini-bert / mini-gpt2: "
-                                      "the embedded default models, pretrained on first use")
-      ->check(model_folder_or_default)->capture_default_str();
+  add_model_option(cmd, o->recipe.model);
   cmd->add_option("--out", o->out, "Write runs.csv, table.md and table.json here (a rerun continues)")->required();
   cmd->add_option("--tasks", o->tasks, "GLUE tasks")->delimiter(',')->capture_default_str();
   cmd->add_option("--settings", o->settings, "pretrained, random, frozen")->delimiter(',')

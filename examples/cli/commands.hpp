@@ -17,15 +17,21 @@ void add_finetune_command(CLI::App& app);  // fine-tune on a GLUE task
 void add_finetune_table_command(CLI::App& app);  // the paper's Table 1: tasks x settings x seeds
 void add_pretrain_command(CLI::App& app);  // pretrain from scratch on the corpus
 
-// --model takes a checkpoint folder or the name of an embedded default model, `mini-bert` or `mini-gpt2`
-// (train/default_models.hpp: pretrained into the cache on first use, about 23 minutes). Defined in
-// cmd_pretrain.cpp; the validator accepts either.
+// --model takes a checkpoint folder or the name of an embedded default model, `mini-bert` (the default) or
+// `mini-gpt2` (train/default_models.hpp: pretrained into the cache on first use, about 25 minutes on two
+// cores). resolve_model turns the option's value into a folder; it is defined in cmd_pretrain.cpp.
 std::filesystem::path resolve_model(const std::filesystem::path& folder_or_name);
-inline const CLI::Validator model_folder_or_default{
-    [](std::string& value) -> std::string {
-      if (value == "mini-bert" || value == "mini-gpt2" || std::filesystem::is_directory(value)) return {};
-      return "not a checkpoint folder nor mini-bert / mini-gpt2: " + value;
-    },
-    "DIR|mini-bert|mini-gpt2"};
+inline void add_model_option(CLI::App* cmd, std::filesystem::path& model) {
+  model = "mini-bert";
+  cmd->add_option("--model", model, "Checkpoint folder (its encoder; a classifier head is added), or mini-bert / mini-gpt2: "
+                                    "the embedded default models, pretrained on first use")
+      ->check(CLI::Validator(
+          [](std::string& value) -> std::string {
+            if (value == "mini-bert" || value == "mini-gpt2" || std::filesystem::is_directory(value)) return {};
+            return "not a checkpoint folder nor mini-bert / mini-gpt2: " + value;
+          },
+          "DIR|mini-bert|mini-gpt2"))
+      ->capture_default_str();
+}
 
 }  // namespace darkbert::cli

@@ -3,7 +3,7 @@
 /// The embedded default models: a BERT and a GPT-2 pretrained from scratch with the `mini` recipe
 /// (train/pretraining_recipe.hpp) on the data root's corpus. No pretrained weights can be downloaded, so
 /// these are what the reproduction examples analyse when no checkpoint is given. They are trained on first
-/// use (about 23 minutes each on two cores) and cached in `<cache>/models/` (data/root.hpp), never shipped.
+/// use (about 25 minutes each on two cores) and cached in `<cache>/models/` (data/root.hpp), never shipped.
 ///
 /// @code
 /// auto root = darkbert::DataRoot::from_environment();

@@ -67,7 +67,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PretrainRecipe, arch, layers, hi
 ///   mini       the embedded default models (train/default_models.hpp): 2 x 128 x 4, FFN 512, the first 85%
 ///              of the steps on 32-token examples and the rest on 128 (as BERT was pretrained, at two
 ///              lengths), sinusoidal positions at 3x the usual scale. BERT: lr 1e-3 (positional heads rise
-///              once the learning rate is at or below it), batch 64, 8,700 steps, about 23 minutes on this
+///              once the learning rate is at or below it), batch 64, 8,700 steps, about 25 minutes on this
 ///              machine's two cores (40 on one); positional, block and vertical heads emerge (README,
 ///              "Looking for positional heads"). GPT-2: lr 2e-3, batch 32, 3,000 steps, about 26 minutes
 ///              on two cores, bound by its 50,257-way head on every position; its previous-token head

@@ -23,6 +23,7 @@
 /// @endcode
 
 #include <algorithm>   // std::min, std::max
+#include <charconv>    // std::from_chars
 #include <cmath>       // std::ceil
 #include <cstdio>      // std::snprintf
 #include <filesystem>  // std::filesystem
@@ -77,8 +78,20 @@ inline void trim_log(const std::filesystem::path& path, std::int64_t step) {
   std::ifstream in(path);
   if (!in) return;
   std::string line, kept;
-  for (bool header = true; std::getline(in, line); header = false)
-    if (header || std::stoll(line.substr(0, line.find(','))) <= step) kept += line + "\n";
+  std::size_t number = 0;
+  for (bool header = true; std::getline(in, line); header = false) {
+    ++number;
+    if (header) {
+      kept += line + "\n";
+      continue;
+    }
+    std::int64_t logged = 0;
+    const auto field = line.substr(0, line.find(','));
+    const auto [end, ec] = std::from_chars(field.data(), field.data() + field.size(), logged);
+    if (ec != std::errc{} || end != field.data() + field.size())
+      fail(path.string(), ":", number, ": the step '", field, "' is not a number (a damaged log; remove the row)");
+    if (logged <= step) kept += line + "\n";
+  }
   in.close();
   write_file_atomically(path, kept);
 }
