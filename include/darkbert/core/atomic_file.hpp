@@ -23,14 +23,13 @@
 #include <cerrno>       // errno, EINTR
 #include <cstdio>       // std::rename
 #include <cstring>      // std::strerror
-#include <fstream>      // std::ifstream (append_file_atomically)
-#include <iterator>     // std::istreambuf_iterator
 #include <sstream>      // std::ostringstream
 #include <filesystem>   // std::filesystem::path
 #include <string>       // std::string
 #include <string_view>  // std::string_view
 #include <utility>      // std::exchange
 
+#include "detail/text_file.hpp"  // read_text_file (append_file_atomically)
 #include "error.hpp"
 
 namespace darkbert {
@@ -169,15 +168,8 @@ inline void write_file_atomically(const std::filesystem::path& path, std::string
 // leaves the file as it was before or after the append, never with a torn last row for a reader to
 // misread. For logs of a few thousand rows (training curves, finished runs). `what` names it in errors.
 inline void append_file_atomically(const std::filesystem::path& path, std::string_view rows, const char* what) {
-  std::string bytes;
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) fail(what, " '", path.string(), "' is a directory, not a file");
-  if (std::filesystem::exists(path, ec)) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) fail("cannot open ", what, " '", path.string(), "' to append to it");
-    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-    if (in.bad()) fail("error while reading ", what, " '", path.string(), "'");
-  }
+  std::string bytes = std::filesystem::exists(path, ec) ? detail::read_text_file(path, what) : std::string();
   bytes += rows;
   write_file_atomically(path, bytes);
 }
