@@ -35,9 +35,9 @@ struct Stop {};  // thrown after a checkpoint: the run ends as a kill would end 
 TEST_CASE("default_model pretrains on first use into <cache>/models, then serves the cached folder") {
   const auto cache = darkbert::test::scratch_dir("default_models_first_use");
   const auto root = darkbert::DataRoot::single(darkbert::test::data_dir(), cache);
-  const auto expected = cache / "models" / "mini-bert-v1";
+  const auto expected = cache / "models" / "mini-bert-v2";
   CHECK(darkbert::default_model_dir(root, "bert") == expected);
-  CHECK(darkbert::default_model_dir(root, "gpt2") == cache / "models" / "mini-gpt2-v1");
+  CHECK(darkbert::default_model_dir(root, "gpt2") == cache / "models" / "mini-gpt2-v2");
 
   std::ostringstream log;
   const auto dir = darkbert::default_model(root, "bert", {.recipe = quick_recipe(), .show_progress = false, .log = &log});
@@ -46,7 +46,7 @@ TEST_CASE("default_model pretrains on first use into <cache>/models, then serves
   for (const char* name : {"config.json", "model.safetensors", "vocab.txt", "run.json", "eval.csv", "head_masses.png"})
     CHECK_MESSAGE(fs::is_regular_file(dir / name), name);
   CHECK_FALSE(fs::exists(dir / "checkpoint"));
-  CHECK_FALSE(fs::exists(cache / "models" / "mini-bert-v1.partial"));
+  CHECK_FALSE(fs::exists(cache / "models" / "mini-bert-v2.partial"));
   const auto model = darkbert::Transformer<float>::load(dir);
   CHECK(model.config().num_layers == 2);
   CHECK(model.config().hidden_size == 64);
@@ -61,7 +61,7 @@ TEST_CASE("default_model pretrains on first use into <cache>/models, then serves
   // A first use killed after its checkpoint at step 3 resumes there and ends with the same weights.
   const auto cache2 = darkbert::test::scratch_dir("default_models_killed");
   const auto root2 = darkbert::DataRoot::single(darkbert::test::data_dir(), cache2);
-  const auto partial = cache2 / "models" / "mini-bert-v1.partial";
+  const auto partial = cache2 / "models" / "mini-bert-v2.partial";
   CHECK_THROWS_AS(darkbert::run_pretraining(root2, {.out = partial, .recipe = quick_recipe(), .show_progress = false,
                                                     .after_step = [](const darkbert::PretrainState& s) {
                                                       if (s.step == 4) throw Stop{};

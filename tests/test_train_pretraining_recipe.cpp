@@ -13,22 +13,26 @@ using darkbert::named_recipe;
 using darkbert::PretrainRecipe;
 using darkbert::test::message_of;
 
-TEST_CASE("the mini recipe: 2 x 128 x 4 at two lengths, BERT by steps, GPT-2 with its own learning rate") {
+TEST_CASE("the mini recipe: 2 x 128 x 4; BERT at two lengths, GPT-2 at 128 with a sampled softmax") {
   const auto bert = named_recipe("mini", "bert"), gpt2 = named_recipe("mini", "gpt2");
   for (const auto& r : {bert, gpt2}) {
     CHECK(r.layers == 2);
     CHECK(r.hidden == 128);
     CHECK(r.heads == 4);
     CHECK(r.ff == 512);
-    CHECK(r.short_seq == 32);
     CHECK(r.seq == 128);
     CHECK(r.position_init == "sinusoidal");
     CHECK_NOTHROW(r.validate());
   }
   CHECK(bert.steps == 8700);
   CHECK(bert.lr == doctest::Approx(1e-3));
+  CHECK(bert.short_seq == 32);
+  CHECK(bert.softmax_draws == 0);
   CHECK(gpt2.arch == "gpt2");
-  CHECK(gpt2.steps == 3000);
+  CHECK(gpt2.steps == 12000);
+  CHECK(gpt2.short_fraction == 0);
+  CHECK(gpt2.batch == 16);
+  CHECK(gpt2.softmax_draws == 4096);
   CHECK(named_recipe("reference", "bert").minutes == 20);
   CHECK(named_recipe("reference", "bert").hidden == 256);
 }
@@ -48,20 +52,30 @@ TEST_CASE("a recipe's errors name what is wrong") {
   r.batch = 0;
   CHECK(message_of([&] { r.validate(); }) ==
         "pretraining recipe: layers, hidden, heads, ff, seq and batch must be positive");
+  r.batch = 32;
+  r.softmax_draws = 4096;
+  CHECK(message_of([&] { r.validate(); }) == "pretraining recipe: softmax_draws (sampled softmax) is for gpt2 only");
+  r.arch = "gpt2";
+  CHECK_NOTHROW(r.validate());
+  r.softmax_draws = -1;
+  CHECK(message_of([&] { r.validate(); }) == "pretraining recipe: softmax_draws is negative");
 }
 
 TEST_CASE("a recipe survives its JSON (run.json), and a run.json from before a field existed takes its default") {
   auto r = named_recipe("mini", "gpt2");
   r.predicted_fraction = 0.25;
+  r.softmax_draws = 4096;
   r.seed = 7;
   const auto back = nlohmann::json(r).get<PretrainRecipe>();
   CHECK(nlohmann::json(back) == nlohmann::json(r));
   auto old = nlohmann::json(r);
   old.erase("steps");
   old.erase("predicted_fraction");
+  old.erase("softmax_draws");
   const auto read = old.get<PretrainRecipe>();
   CHECK(read.steps == 0);
   CHECK(read.predicted_fraction == 1);
+  CHECK(read.softmax_draws == 0);
   CHECK(read.seed == 7);
 }
 

@@ -37,7 +37,7 @@ struct PretrainCommand {
   std::optional<int> layers, hidden, heads, ff, seq, short_seq;
   std::optional<std::size_t> batch, max_documents, probe_pairs;
   std::optional<double> lr;
-  std::optional<std::int64_t> warmup, eval_every, checkpoint_every;
+  std::optional<std::int64_t> warmup, eval_every, checkpoint_every, softmax_draws;
   std::optional<std::uint64_t> seed;
   std::optional<std::string> position_init;
   std::optional<double> dropout, position_rms, mask_prob, short_fraction, predicted_fraction;
@@ -53,6 +53,7 @@ struct PretrainCommand {
     set(r.probe_pairs, probe_pairs), set(r.position_init, position_init), set(r.dropout, dropout);
     set(r.position_rms, position_rms), set(r.mask_prob, mask_prob);
     set(r.short_seq, short_seq), set(r.short_fraction, short_fraction), set(r.predicted_fraction, predicted_fraction);
+    set(r.softmax_draws, softmax_draws);
     return r;
   }
 };
@@ -112,6 +113,9 @@ void add_pretrain_command(CLI::App& app) {
   cmd->add_option("--predicted-fraction", o->predicted_fraction,
                   "Override: GPT-2's share of training positions whose next token is predicted (held-out: all)")
       ->check(CLI::Range(0.001, 1.0));
+  cmd->add_option("--softmax-draws", o->softmax_draws,
+                  "Override: GPT-2's sampled softmax, candidate draws per step (0 = full softmax; held-out: full)")
+      ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 30));
   cmd->add_option("--dropout", o->dropout, "Override: embedding, attention and hidden dropout probability")
       ->check(CLI::Range(0.0, 0.99));
   cmd->add_option("--probe-pairs", o->probe_pairs, "Override: MRPC dev pairs for the per-head attention masses");

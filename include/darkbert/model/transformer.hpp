@@ -65,6 +65,11 @@ struct ForwardOptions {
   /// Compute MLM / LM logits only at these (batch, position) pairs, into `selected_logits` [P, V]
   /// (pretraining needs only the masked positions). Empty = all positions (if token_logits).
   std::vector<std::pair<Index, Index>> logit_positions;
+  /// Compute the LM logits only for these vocabulary ids (sampled softmax, train/sampled_softmax.hpp):
+  /// logit column k is id decoder_rows[k], plus the constant decoder_offsets[k] (e.g. minus the log of the
+  /// id's probability of being drawn). Empty = the whole vocabulary. Bias-free decoders only (GPT-2).
+  std::vector<Index> decoder_rows;
+  std::vector<double> decoder_offsets;  ///<  one per decoder row (see decoder_rows)
   const HookRegistry<T>* hooks = nullptr;  ///<  hooks to fire; null = none
   const MaskingPolicies<T>* policies = nullptr;  ///<  masking policies; null = none
   /// Prefix caching: start at block `start_layer` from the residual stream `start_hidden` [B, L, H]
@@ -117,6 +122,8 @@ struct ForwardScratch {
   Matrix<T> hidden_a, hidden_b;  ///< [N, H] ping-pong residual stream when hidden states are not kept
   std::vector<int> mask;         ///< [B, L] attention mask (all ones if the batch has none)
   std::vector<Index> rows;       ///< rows the task heads read (first tokens, last tokens, logit positions)
+  std::vector<Index> decoder_rows;  ///< copy of ForwardOptions::decoder_rows (read by the backward)
+  std::vector<T> decoder_offsets;   ///< ForwardOptions::decoder_offsets in T
   XwtScratch gemm;               ///< packed activations of the linear layers
   ops::AttentionScratch attention;  ///< per-thread memory of the per-head products
   /// The heads' non-recording tape when not training (behind a pointer: a tape does not move, a result does).
@@ -948,14 +955,27 @@ void Transformer<T>::heads_forward(const Batch& batch, const Var& last, ForwardR
     bias = af::parameter(tape, mlm->decoder_bias, gm ? &gm->decoder_bias : nullptr);
   }
   // [R, H] x [V, H]ᵀ -> [R, V], the decoder tied to the word embeddings (its gradient adds to theirs)
-  const Var decoder = af::parameter(tape, embeddings.word, pass ? &pass->gradients->embeddings.word : nullptr);
+  Var decoder = af::parameter(tape, embeddings.word, pass ? &pass->gradients->embeddings.word : nullptr);
+  Index columns = V;
+  if (!options.decoder_rows.empty()) {
+    // Sampled softmax: [R, H] x [S, H]ᵀ + offsets -> [R, S] over the candidate ids only.
+    if (bias.valid()) fail("forward: decoder_rows needs a bias-free decoder (GPT-2), this model's has a bias");
+    if (options.decoder_offsets.size() != options.decoder_rows.size())
+      fail("forward: ", options.decoder_rows.size(), " decoder_rows but ", options.decoder_offsets.size(), " decoder_offsets");
+    auto& ws = result.scratch;
+    ws.decoder_rows = options.decoder_rows;
+    ws.decoder_offsets.assign(options.decoder_offsets.begin(), options.decoder_offsets.end());
+    columns = static_cast<Index>(ws.decoder_rows.size());
+    decoder = af::gather_rows(tape, decoder, ws.decoder_rows.data(), columns);
+    bias = tape.external(ws.decoder_offsets.data(), {columns});  // a constant: its gradient goes nowhere
+  }
   Var logits;
   if (selected) {
-    result.selected_logits.resize({u(P), u(V)});
-    logits = tape.external(result.selected_logits.data(), {P, V});
+    result.selected_logits.resize({u(P), u(columns)});
+    logits = tape.external(result.selected_logits.data(), {P, columns});
   } else {
-    result.token_logits.resize({u(B), u(L), u(V)});
-    logits = tape.external(result.token_logits.data(), {B * L, V});
+    result.token_logits.resize({u(B), u(L), u(columns)});
+    logits = tape.external(result.token_logits.data(), {B * L, columns});
   }
   logits = af::linear(tape, x, decoder, bias, Activation::none, logits);
   (selected ? result.vars.selected_logits : result.vars.token_logits) = logits;

@@ -34,7 +34,7 @@
 namespace darkbert {
 
 /// Bumped when the `mini` recipe changes, so that a cache never serves a model trained by an older one.
-inline constexpr int default_model_version = 1;
+inline constexpr int default_model_version = 2;  // 2: the GPT-2 recipe of session 11
 
 /// Where the default model of `arch` (bert or gpt2) is cached: `<cache>/models/mini-<arch>-v<version>`.
 inline std::filesystem::path default_model_dir(const DataRoot& root, const std::string& arch) {

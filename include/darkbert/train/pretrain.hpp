@@ -151,7 +151,7 @@ PretrainState pretrain(Transformer<T>& model, AdamW<T>& optimizer, PretrainingTa
     const auto b = task.batch(state.epoch, static_cast<std::size_t>(state.offset), o.batch_size, length);
     const double value = training.forward_backward(model, b.batch, b.labels,
                                                    {.dropout = o.dropout, .seed = o.seed, .step = static_cast<std::uint64_t>(state.step)},
-                                                   b.positions);
+                                                   b.positions, b.candidates);
     // Until the budget's step count is estimated, the schedule only warms up.
     const LinearSchedule schedule{.peak = o.learning_rate, .warmup_steps = o.warmup_steps,
                                   .total_steps = state.total_steps ? state.total_steps : std::int64_t{1} << 40};

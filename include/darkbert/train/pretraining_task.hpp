@@ -9,7 +9,8 @@
 ///        held-out: next-token accuracy and mean cross-entropy (perplexity = exp) on the first 256 windows.
 ///        Training may predict only a seeded share of the positions (predicted_fraction): at small widths
 ///        the 50,257-way head is most of a step's FLOPs, and the loss over a random subset of positions
-///        is an unbiased estimate of the loss over all of them.
+///        is an unbiased estimate of the loss over all of them. Or it may compute the head over a sampled
+///        candidate vocabulary at every position (softmax_draws; sampled_softmax.hpp).
 /// @endcode
 /// An "epoch" is one pass over the training examples in a seeded order; BERT's segment pairs and masks are
 /// drawn afresh each epoch (dynamic masking). Batch k of an epoch depends only on (seed, epoch, length, k),
@@ -27,6 +28,7 @@
 #include <algorithm>  // std::min
 #include <cmath>      // std::log, std::exp
 #include <cstdint>    // std::uint64_t
+#include <optional>   // std::optional
 #include <vector>     // std::vector
 
 #include "../core/counter_rng.hpp"  // mix64, counter_uniform
@@ -38,6 +40,7 @@
 #include "../tokenizer/tokenizer.hpp"
 #include "causal_lm_data.hpp"
 #include "masked_lm_data.hpp"
+#include "sampled_softmax.hpp"
 
 namespace darkbert {
 
@@ -50,15 +53,18 @@ struct PretrainingTaskOptions {
   MaskingOptions masking;              ///< BERT's training masks (the held-out masks are always the default 15%)
   double predicted_fraction = 1;       ///< GPT-2: share of training positions whose next token is predicted
                                        ///< (1 = all, as Hugging Face); held-out scores always predict all
+  Index softmax_draws = 0;  ///< GPT-2: sampled softmax with this many draws per step (0 = the full softmax, as
+                            ///< Hugging Face; sampled_softmax.hpp); held-out scores always use the full softmax
 };
 
 /// A training batch (views into the task's buffers, valid until the next call).
 struct PretrainingBatch {
   const Batch& batch;        ///< the inputs
-  const TaskLabels& labels;  ///< the targets
+  const TaskLabels& labels;  ///< the targets (with candidates: their columns, not vocabulary ids)
   const std::vector<std::pair<Index, Index>>& positions;  ///< LM logit positions: BERT's masked tokens;
                                                          ///< GPT-2's predicted ones (empty = all)
   Index real_tokens;  ///< non-padding tokens
+  const SampledCandidates* candidates = nullptr;  ///< GPT-2's sampled softmax: the step's decoder columns
 };
 
 /// A held-out evaluation.
@@ -78,6 +84,10 @@ class PretrainingTask {
       : masked_(family != Family::gpt2), train_(train), options_(options), seed_(seed) {
     require(options.predicted_fraction > 0 && options.predicted_fraction <= 1,
             "pretraining: predicted_fraction must be in (0, 1], got ", options.predicted_fraction);
+    require(options.softmax_draws >= 0, "pretraining: softmax_draws must be 0 (full softmax) or positive, got ",
+            options.softmax_draws);
+    require(options.softmax_draws == 0 || family == Family::gpt2,
+            "pretraining: softmax_draws (sampled softmax) is for GPT-2's causal LM only");
     if (masked_) {
       const auto special = tokenizer.special_tokens();
       require(special.cls && special.sep && special.mask, "pretraining: the tokenizer has no [CLS], [SEP] or [MASK] token");
@@ -91,6 +101,15 @@ class PretrainingTask {
       train_windows_ = TokenWindows::from_corpus(train, end_of_text_, static_cast<std::size_t>(options.max_length));
       heldout_windows_ = TokenWindows::from_corpus(heldout, end_of_text_, static_cast<std::size_t>(options.max_length));
       heldout_windows_.stream.resize(std::min(heldout_windows_.count(), options.heldout_windows) * heldout_windows_.length);
+      if (options.softmax_draws > 0) {
+        std::vector<std::int64_t> counts(tokenizer.vocab_size(), 0);
+        for (const int id : train_windows_.stream) {
+          require(id >= 0 && static_cast<std::size_t>(id) < counts.size(), "pretraining: token id ", id,
+                  " outside the tokenizer's vocabulary of ", counts.size());
+          ++counts[static_cast<std::size_t>(id)];
+        }
+        sampler_.emplace(counts, options.softmax_draws);
+      }
     }
   }
 
@@ -116,8 +135,13 @@ class PretrainingTask {
     if (!masked_) {
       make_causal_lm_batch(train_windows_, rows, causal_);
       if (options_.predicted_fraction < 1) choose_predicted_positions(epoch, offset);
-      return {causal_.batch, causal_.labels, options_.predicted_fraction < 1 ? predicted_ : no_positions_,
-              causal_.real_tokens};
+      const auto& positions = options_.predicted_fraction < 1 ? predicted_ : no_positions_;
+      if (!sampler_) return {causal_.batch, causal_.labels, positions, causal_.real_tokens};
+      // Every token of the batch is a candidate (a superset of the targets), so the labels map one to one.
+      sampler_->draw(causal_.labels.tokens,
+                     mix64(seed_ ^ 0x73616d70ULL) ^ mix64((static_cast<std::uint64_t>(epoch) << 32) + offset), candidates_);
+      sampled_labels_.tokens = candidates_.targets;
+      return {causal_.batch, sampled_labels_, positions, causal_.real_tokens, &candidates_};
     }
     keys_.clear();
     for (std::size_t r = 0; r < count; ++r) keys_.push_back((static_cast<std::uint64_t>(epoch) << 32) + offset + r);
@@ -246,6 +270,9 @@ class PretrainingTask {
   MaskedLmBatch masked_lm_;
   CausalLmBatch causal_;
   std::vector<std::pair<Index, Index>> predicted_;
+  std::optional<SampledSoftmax> sampler_;
+  SampledCandidates candidates_;
+  TaskLabels sampled_labels_;
   const std::vector<std::pair<Index, Index>> no_positions_;
 };
 

@@ -22,6 +22,7 @@
 #include "../core/error.hpp"
 #include "../model/training_pass.hpp"
 #include "../model/transformer.hpp"
+#include "sampled_softmax.hpp"
 #include "task_loss.hpp"
 
 namespace darkbert {
@@ -45,14 +46,22 @@ class TrainingStep {
   }
 
   /// Forward (recording), task loss, backward: gradients are added to gradients(). `positions`: compute
-  /// LM logits only there (the masked positions of BERT's MLM). Returns the loss; a non-finite loss is an
-  /// error naming the step.
+  /// LM logits only there (the masked positions of BERT's MLM). `candidates`: compute them only for these
+  /// vocabulary columns (sampled softmax; the labels are then column indices). Returns the loss; a
+  /// non-finite loss is an error naming the step.
   double forward_backward(const Transformer<T>& model, const Batch& batch, const TaskLabels& labels,
-                          const StepSettings& s, const std::vector<std::pair<Index, Index>>& positions = {}) {
+                          const StepSettings& s, const std::vector<std::pair<Index, Index>>& positions = {},
+                          const SampledCandidates* candidates = nullptr) {
     const TrainingPass<T> pass{.tape = &tape_, .gradients = &grads_, .dropout = s.dropout, .seed = s.seed,
                                .step = s.step, .train_encoder = s.train_encoder};
     options_.training = &pass;
     options_.logit_positions = positions;
+    options_.decoder_rows.clear();
+    options_.decoder_offsets.clear();
+    if (candidates) {
+      options_.decoder_rows = candidates->rows;
+      options_.decoder_offsets = candidates->offsets;
+    }
     model.forward_into(batch, options_, result_);
     const auto loss = task_loss(tape_, model, batch, result_, labels, targets_);
     const double value = static_cast<double>(loss.value()[0]);
