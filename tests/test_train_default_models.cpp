@@ -37,7 +37,9 @@ TEST_CASE("default_model pretrains on first use into <cache>/models, then serves
   const auto root = darkbert::DataRoot::single(darkbert::test::data_dir(), cache);
   const auto expected = cache / "models" / "mini-bert-v2";
   CHECK(darkbert::default_model_dir(root, "bert") == expected);
-  CHECK(darkbert::default_model_dir(root, "gpt2") == cache / "models" / "mini-gpt2-v2");
+  CHECK(darkbert::default_model_dir(root, "gpt2") == cache / "models" / "mini-gpt2-v3");
+  CHECK(darkbert::default_model_version("bert") == 2);
+  CHECK(darkbert::default_model_version("gpt2") == 3);
 
   std::ostringstream log;
   const auto dir = darkbert::default_model(root, "bert", {.recipe = quick_recipe(), .show_progress = false, .log = &log});

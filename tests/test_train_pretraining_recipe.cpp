@@ -13,10 +13,11 @@ using darkbert::named_recipe;
 using darkbert::PretrainRecipe;
 using darkbert::test::message_of;
 
-TEST_CASE("the mini recipe: 2 x 128 x 4; BERT at two lengths, GPT-2 at 128 with a sampled softmax") {
+TEST_CASE("the mini recipe: width 128, 4 heads; BERT 2 blocks at two lengths, GPT-2 4 blocks at 128 with a sampled softmax") {
   const auto bert = named_recipe("mini", "bert"), gpt2 = named_recipe("mini", "gpt2");
+  CHECK(bert.layers == 2);
+  CHECK(gpt2.layers == 4);
   for (const auto& r : {bert, gpt2}) {
-    CHECK(r.layers == 2);
     CHECK(r.hidden == 128);
     CHECK(r.heads == 4);
     CHECK(r.ff == 512);
@@ -29,7 +30,7 @@ TEST_CASE("the mini recipe: 2 x 128 x 4; BERT at two lengths, GPT-2 at 128 with 
   CHECK(bert.short_seq == 32);
   CHECK(bert.softmax_draws == 0);
   CHECK(gpt2.arch == "gpt2");
-  CHECK(gpt2.steps == 12000);
+  CHECK(gpt2.steps == 10000);
   CHECK(gpt2.short_fraction == 0);
   CHECK(gpt2.batch == 16);
   CHECK(gpt2.softmax_draws == 4096);

@@ -6,6 +6,7 @@
 
 #include <pugixml.hpp>  // parse the SVG output
 
+#include <cstdio>  // std::sscanf
 #include <set>     // std::set
 #include <string>  // std::string
 
@@ -31,6 +32,31 @@ TEST_CASE("a line chart labels its axes, ticks and series") {
   const darkbert::test::png_image png(dir / "c.png", options.pixels_per_point);
   CHECK(png.width() > 2 * 360);
   CHECK(png.height() > 2 * 220);
+}
+
+// The vertical position (points) of the legend entry `name` in an SVG chart: its <text>'s translate(x y).
+static double legend_y(const std::filesystem::path& svg, const std::string& name) {
+  pugi::xml_document doc;
+  REQUIRE(doc.load_file(svg.c_str()));
+  for (const auto& node : doc.select_nodes("//text"))
+    if (name == node.node().child_value()) {
+      double x = 0, y = 0;
+      REQUIRE(std::sscanf(node.node().attribute("transform").value(), "translate(%lf %lf)", &x, &y) == 2);
+      return y;
+    }
+  FAIL("no legend entry ", name);
+  return 0;
+}
+
+TEST_CASE("a line chart's legend goes to the corner its curves leave free") {
+  const auto dir = darkbert::test::scratch_dir("viz_line_chart_legend");
+  const darkbert::LineChartOptions options{.y_min = 0.0, .y_max = 1.0};  // no title: the plot spans y ≈ 10-230 points
+  // Curves across the top: the legend moves to a bottom corner.
+  darkbert::write_line_chart(dir / "top.svg", {{"high", {0, 100, 200}, {0.95, 0.97, 0.96}}}, options);
+  CHECK(legend_y(dir / "top.svg", "high") > 130);
+  // Curves across the bottom: it stays at the top.
+  darkbert::write_line_chart(dir / "bottom.svg", {{"low", {0, 100, 200}, {0.02, 0.05, 0.03}}}, options);
+  CHECK(legend_y(dir / "bottom.svg", "low") < 130);
 }
 
 TEST_CASE("line chart errors name the file and the problem") {

@@ -3,7 +3,7 @@
 /// The embedded default models: a BERT and a GPT-2 pretrained from scratch with the `mini` recipe
 /// (train/pretraining_recipe.hpp) on the data root's corpus. No pretrained weights can be downloaded, so
 /// these are what the reproduction examples analyse when no checkpoint is given. They are trained on first
-/// use (about 25 minutes each on two cores) and cached in `<cache>/models/` (data/root.hpp), never shipped.
+/// use (within 30 minutes each on two cores) and cached in `<cache>/models/` (data/root.hpp), never shipped.
 ///
 /// @code
 /// auto root = darkbert::DataRoot::from_environment();
@@ -33,13 +33,17 @@
 
 namespace darkbert {
 
-/// Bumped when the `mini` recipe changes, so that a cache never serves a model trained by an older one.
-inline constexpr int default_model_version = 2;  // 2: the GPT-2 recipe of session 11
+/// The version of `arch`'s `mini` recipe, bumped when that recipe changes, so that a cache never serves a
+/// model trained by an older one (and a change to one architecture's recipe keeps the other's cache).
+/// BERT 2: session 9's recipe. GPT-2 2: session 11's sampled softmax; 3: four blocks (session 12).
+inline int default_model_version(const std::string& arch) {
+  require(arch == "bert" || arch == "gpt2", "default model: arch is '", arch, "' (bert or gpt2)");
+  return arch == "gpt2" ? 3 : 2;
+}
 
 /// Where the default model of `arch` (bert or gpt2) is cached: `<cache>/models/mini-<arch>-v<version>`.
 inline std::filesystem::path default_model_dir(const DataRoot& root, const std::string& arch) {
-  require(arch == "bert" || arch == "gpt2", "default model: arch is '", arch, "' (bert or gpt2)");
-  return root.cache_dir() / "models" / ("mini-" + arch + "-v" + std::to_string(default_model_version));
+  return root.cache_dir() / "models" / ("mini-" + arch + "-v" + std::to_string(default_model_version(arch)));
 }
 
 /// How default_model trains on first use.

@@ -96,8 +96,10 @@ inline void trim_log(const std::filesystem::path& path, std::int64_t step) {
   write_file_atomically(path, kept);
 }
 
-// The curves of eval.csv as figures: held-out accuracy, and the strongest head of each §3.1 pattern.
-inline void plot_eval_log(const std::filesystem::path& out, const std::string& model_name) {
+// The curves of eval.csv as figures: held-out accuracy, and the strongest head of each §3.1 pattern. A causal
+// model sees no next token and GPT-2 has no [CLS]/[SEP]: its positional curve is the previous token alone,
+// and it has no vertical curve.
+inline void plot_eval_log(const std::filesystem::path& out, const std::string& model_name, bool causal) {
   std::ifstream in(out / "eval.csv");
   std::string line;
   std::getline(in, line);  // header
@@ -115,9 +117,11 @@ inline void plot_eval_log(const std::filesystem::path& out, const std::string& m
   }
   write_line_chart(out / "heldout_accuracy.png", {{"held-out token accuracy", step, accuracy}},
                    {.title = model_name + ": held-out accuracy", .x_label = "training step", .y_label = "accuracy", .y_min = 0.0});
-  write_line_chart(out / "head_masses.png",
-                   {{"previous + next token (positional)", step, neighbour}, {"[CLS] + [SEP] (vertical)", step, special},
-                    {"own segment (block)", step, segment}},
+  std::vector<LineSeries> patterns;
+  patterns.push_back({causal ? "previous token (positional)" : "previous + next token (positional)", step, neighbour});
+  if (!causal) patterns.push_back({"[CLS] + [SEP] (vertical)", step, special});
+  patterns.push_back({"own segment (block)", step, segment});
+  write_line_chart(out / "head_masses.png", patterns,
                    {.title = model_name + ": strongest head of each pattern (MRPC dev)", .x_label = "training step",
                     .y_label = "attention mass", .y_min = 0.0, .y_max = 1.0});
 }
@@ -217,7 +221,7 @@ inline PretrainingResult run_pretraining(const DataRoot& root, const Pretraining
         heads << s.step << ',' << l << ',' << h << ',' << summary.neighbour_share(l, h) << ','
               << summary.special_share(l, h) << ',' << summary.segment_share(l, h) << '\n';
     append_file_atomically(heads_csv, heads.str(), "training log");
-    detail::plot_eval_log(o.out, gpt2 ? "GPT-2" : "BERT");
+    detail::plot_eval_log(o.out, gpt2 ? "GPT-2" : "BERT", gpt2);
     std::snprintf(line, sizeof line,
                   "\n[step %lld] heldout loss %.4f accuracy %.4f%s | strongest heads: neighbour %.3f (%s) "
                   "[CLS]/[SEP] %.3f (%s) own segment %.3f (%s)\n",

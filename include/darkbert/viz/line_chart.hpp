@@ -106,10 +106,34 @@ inline void write_line_chart(const std::filesystem::path& path, const std::vecto
       if (std::isfinite(s.x[i]) && std::isfinite(s.y[i]) && std::isfinite(s.x[i + 1]) && std::isfinite(s.y[i + 1]))
         c.line(px(s.x[i]), py(s.y[i]), px(s.x[i + 1]), py(s.y[i + 1]), color, 1.6);
     if (s.x.size() == 1 && std::isfinite(s.y[0])) c.fill_rect({px(s.x[0]) - 2, py(s.y[0]) - 2, 4, 4}, color);
-    // Legend, top left inside the plot.
-    const double ly = plot.y + 8 + static_cast<double>(k) * (m.height(Style::tick) + 3);
-    c.line(plot.x + 8, ly, plot.x + 24, ly, color, 2.0);
-    c.text(s.name, plot.x + 28, ly, Style::tick, HAlign::left, VAlign::middle, 0, Style::ink);
+  }
+  // Legend inside the plot, in the corner the curves cross least (top left on a tie), on white.
+  const double row = m.height(Style::tick) + 3;
+  double legend_width = 0;
+  for (const auto& s : series) legend_width = std::max(legend_width, m.width(s.name, Style::tick));
+  const double box_w = legend_width + 30, box_h = static_cast<double>(series.size()) * row + 4;
+  const std::array<FigureRect, 4> corners = {{{plot.x + 4, plot.y + 3, box_w, box_h},
+                                               {plot.right() - 4 - box_w, plot.y + 3, box_w, box_h},
+                                               {plot.x + 4, plot.bottom() - 3 - box_h, box_w, box_h},
+                                               {plot.right() - 4 - box_w, plot.bottom() - 3 - box_h, box_w, box_h}}};
+  auto crossings = [&](const FigureRect& r) {  // points along the curves (20 per segment) inside r
+    int n = 0;
+    for (const auto& s : series)
+      for (std::size_t i = 0; i + 1 < s.x.size(); ++i)
+        for (int t = 0; t <= 20; ++t) {
+          const double a = t / 20.0, x = px(s.x[i]) * (1 - a) + px(s.x[i + 1]) * a, y = py(s.y[i]) * (1 - a) + py(s.y[i + 1]) * a;
+          n += x >= r.x && x <= r.right() && y >= r.y && y <= r.bottom();  // NaN compares false: not counted
+        }
+    return n;
+  };
+  FigureRect box = corners[0];
+  for (int best = crossings(box); const auto& r : corners)
+    if (const int n = crossings(r); n < best) best = n, box = r;
+  c.fill_rect(box, RgbColor{1, 1, 1});
+  for (std::size_t k = 0; k < series.size(); ++k) {
+    const double ly = box.y + 5 + static_cast<double>(k) * row;
+    c.line(box.x + 4, ly, box.x + 20, ly, palette[k % palette.size()], 2.0);
+    c.text(series[k].name, box.x + 24, ly, Style::tick, HAlign::left, VAlign::middle, 0, Style::ink);
   }
   c.stroke_rect(plot, Style::ink, Style::line_width);
   write_file(path, c.finish(where));
