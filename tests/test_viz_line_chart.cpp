@@ -1,6 +1,6 @@
 // Tests for include/darkbert/viz/line_chart.hpp: the SVG carries the title, axis titles, round tick labels
-// and legend entries as text; the PNG has the plot size asked for and the first series' colour where its
-// line runs; bad input is refused by name.
+// and legend entries as text; the PNG has the plot size asked for; the legend goes to a corner the curves
+// leave free; bad input is refused by name.
 
 #include <doctest/doctest.h>
 
