@@ -4,8 +4,6 @@
 
 #include <doctest/doctest.h>
 
-#include <pugixml.hpp>  // parse the SVG output
-
 #include <filesystem>  // std::filesystem::path
 #include <set>         // std::set
 #include <string>      // std::string
@@ -20,6 +18,8 @@ using darkbert::test::message_of;
 using darkbert::test::near;
 using darkbert::test::png_image;
 using darkbert::test::read_bytes;
+using darkbert::test::svg_texts;
+using darkbert::test::text_set;
 
 namespace {
 
@@ -92,10 +92,7 @@ TEST_CASE("attention grid: scale_each_panel maps every panel's maximum to the to
       CHECK(near(png.at(x2, y2), o.map(0.2)));
     }
   darkbert::write_attention_grid(dir / "g.svg", 3, 4, 5, 5, data.data(), o);
-  pugi::xml_document doc;
-  REQUIRE(doc.load_file((dir / "g.svg").c_str()));
-  std::set<std::string> texts;
-  for (const auto& n : doc.select_nodes("//text")) texts.insert(n.node().child_value());
+  const auto texts = text_set(svg_texts(dir / "g.svg"));
   CHECK(texts.count("panel min") == 1);
   CHECK(texts.count("panel max") == 1);
 }
@@ -108,17 +105,13 @@ TEST_CASE("attention grid SVG: title, row/column titles and numbers") {
   o.row_first = 1;
   o.col_first = 1;
   const auto g = darkbert::write_attention_grid(dir / "g.svg", 3, 4, 5, 5, data.data(), o);
-  pugi::xml_document doc;
-  REQUIRE(doc.load_file((dir / "g.svg").c_str()));
   std::multiset<std::string> texts;
-  for (const auto& n : doc.select_nodes("//text")) {
-    texts.insert(n.node().child_value());
-    double x = 0, y = 0;
-    REQUIRE(std::sscanf(n.node().attribute("transform").value(), "translate(%lf %lf)", &x, &y) == 2);
-    CHECK(x >= 0);
-    CHECK(x <= g.width);
-    CHECK(y >= 0);
-    CHECK(y <= g.height);
+  for (const auto& t : svg_texts(dir / "g.svg")) {
+    texts.insert(t.text);
+    CHECK(t.x >= 0);
+    CHECK(t.x <= g.width);
+    CHECK(t.y >= 0);
+    CHECK(t.y <= g.height);
   }
   for (const char* s : {"Sentence 17", "layer", "head", "attention weight", "4"}) {
     CAPTURE(s);

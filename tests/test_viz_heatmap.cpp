@@ -4,8 +4,6 @@
 
 #include <doctest/doctest.h>
 
-#include <pugixml.hpp>  // parse the SVG output
-
 #include <cmath>       // std::ceil, std::abs, NAN
 #include <filesystem>  // std::filesystem::path, file_size
 #include <set>         // std::set
@@ -22,39 +20,14 @@ using darkbert::test::message_of;
 using darkbert::test::near;
 using darkbert::test::png_image;
 using darkbert::test::read_bytes;
+using darkbert::test::svg_texts;
+using darkbert::test::text_set;
 
 namespace {
 
 // A point inside a cell near its top-left corner, away from the centred value text.
 std::pair<double, double> corner_of(const darkbert::FigureRect& cell) {
   return {cell.x + cell.width * 0.12, cell.y + cell.height * 0.12};
-}
-
-// Every <text> of an SVG, with its anchor position.
-struct svg_text {
-  std::string text, transform, anchor;
-  double x = 0, y = 0;
-};
-std::vector<svg_text> svg_texts(const std::filesystem::path& path) {
-  pugi::xml_document doc;
-  const auto parsed = doc.load_file(path.c_str());
-  REQUIRE_MESSAGE(parsed, path.string(), ": ", parsed.description());
-  std::vector<svg_text> out;
-  for (const auto& node : doc.select_nodes("//text")) {
-    svg_text t;
-    t.text = node.node().child_value();
-    t.transform = node.node().attribute("transform").value();
-    t.anchor = node.node().attribute("text-anchor").value();
-    REQUIRE(std::sscanf(t.transform.c_str(), "translate(%lf %lf)", &t.x, &t.y) == 2);
-    out.push_back(t);
-  }
-  return out;
-}
-
-std::set<std::string> text_set(const std::vector<svg_text>& texts) {
-  std::set<std::string> out;
-  for (const auto& t : texts) out.insert(t.text);
-  return out;
 }
 
 // 3 x 4 matrix 0, 1, ..., 11 (row-major) with NaN at (1, 2).

@@ -4,16 +4,14 @@
 
 #include <doctest/doctest.h>
 
-#include <pugixml.hpp>  // parse the SVG output
-
-#include <cstdio>  // std::sscanf
-#include <set>     // std::set
 #include <string>  // std::string
 
 #include "darkbert/viz/line_chart.hpp"
 #include "viz_test_support.hpp"
 
 using darkbert::test::message_of;
+using darkbert::test::svg_texts;
+using darkbert::test::text_set;
 
 TEST_CASE("a line chart labels its axes, ticks and series") {
   const auto dir = darkbert::test::scratch_dir("viz_line_chart");
@@ -21,10 +19,7 @@ TEST_CASE("a line chart labels its axes, ticks and series") {
                                                     {"loss", {0, 100, 200, 300}, {0.5, 0.4, 0.3, 0.25}}};
   const darkbert::LineChartOptions options{.title = "mini BERT", .x_label = "training step", .y_label = "value"};
   darkbert::write_line_chart(dir / "c.svg", series, options);
-  pugi::xml_document doc;
-  REQUIRE(doc.load_file((dir / "c.svg").c_str()));
-  std::set<std::string> texts;
-  for (const auto& node : doc.select_nodes("//text")) texts.insert(node.node().child_value());
+  const auto texts = text_set(svg_texts(dir / "c.svg"));
   for (const char* expected : {"mini BERT", "training step", "value", "accuracy", "loss", "0", "100", "200", "300", "0.2"})
     CHECK_MESSAGE(texts.count(expected) == 1, expected);
 
@@ -34,16 +29,10 @@ TEST_CASE("a line chart labels its axes, ticks and series") {
   CHECK(png.height() > 2 * 220);
 }
 
-// The vertical position (points) of the legend entry `name` in an SVG chart: its <text>'s translate(x y).
+// The vertical position (points) of the legend entry `name` in an SVG chart.
 static double legend_y(const std::filesystem::path& svg, const std::string& name) {
-  pugi::xml_document doc;
-  REQUIRE(doc.load_file(svg.c_str()));
-  for (const auto& node : doc.select_nodes("//text"))
-    if (name == node.node().child_value()) {
-      double x = 0, y = 0;
-      REQUIRE(std::sscanf(node.node().attribute("transform").value(), "translate(%lf %lf)", &x, &y) == 2);
-      return y;
-    }
+  for (const auto& t : svg_texts(svg))
+    if (t.text == name) return t.y;
   FAIL("no legend entry ", name);
   return 0;
 }

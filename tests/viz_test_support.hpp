@@ -1,17 +1,21 @@
 #pragma once
-// Shared helpers of the test_viz_* files: a written file's bytes, a PNG read back through cairo, and colour
-// comparison within a rounding tolerance.
+// Shared helpers of the test_viz_* files: a written file's bytes, a PNG read back through cairo, an SVG's
+// texts with their positions, and colour comparison within a rounding tolerance.
 
 #include <doctest/doctest.h>
 
-#include <cairo.h>  // cairo_image_surface_create_from_png, to read PNGs back
+#include <cairo.h>      // cairo_image_surface_create_from_png, to read PNGs back
+#include <pugixml.hpp>  // parse SVG output
 
 #include <cmath>       // std::abs
 #include <cstdint>     // std::uint32_t
+#include <cstdio>      // std::sscanf
 #include <filesystem>  // std::filesystem::path
 #include <fstream>     // std::ifstream
 #include <iterator>    // std::istreambuf_iterator
+#include <set>         // std::set
 #include <string>      // std::string
+#include <vector>      // std::vector
 
 #include "darkbert/viz/colormap.hpp"  // darkbert::RgbColor
 #include "test_support.hpp"
@@ -52,6 +56,35 @@ struct png_image {
   cairo_surface_t* surface;
   double scale;
 };
+
+// Every <text> of an SVG, with its anchor position (the canvas writes each as translate(x y) ...).
+//   for (const auto& t : svg_texts(dir / "h.svg")) CHECK(t.x >= 0);
+struct svg_text {
+  std::string text, transform, anchor;
+  double x = 0, y = 0;
+};
+inline std::vector<svg_text> svg_texts(const std::filesystem::path& path) {
+  pugi::xml_document doc;
+  const auto parsed = doc.load_file(path.c_str());
+  REQUIRE_MESSAGE(parsed, path.string(), ": ", parsed.description());
+  std::vector<svg_text> out;
+  for (const auto& node : doc.select_nodes("//text")) {
+    svg_text t;
+    t.text = node.node().child_value();
+    t.transform = node.node().attribute("transform").value();
+    t.anchor = node.node().attribute("text-anchor").value();
+    REQUIRE(std::sscanf(t.transform.c_str(), "translate(%lf %lf)", &t.x, &t.y) == 2);
+    out.push_back(t);
+  }
+  return out;
+}
+
+// The distinct strings of svg_texts.
+inline std::set<std::string> text_set(const std::vector<svg_text>& texts) {
+  std::set<std::string> out;
+  for (const auto& t : texts) out.insert(t.text);
+  return out;
+}
 
 // Every channel within `tolerance` (default: 8-bit rounding plus a half step).
 inline bool near(RgbColor a, RgbColor b, double tolerance = 1.5 / 255) {

@@ -127,8 +127,9 @@ inline void write_line_chart(const std::filesystem::path& path, const std::vecto
     return n;
   };
   FigureRect box = corners[0];
-  for (int best = crossings(box); const auto& r : corners)
-    if (const int n = crossings(r); n < best) best = n, box = r;
+  int fewest = std::numeric_limits<int>::max();
+  for (const auto& r : corners)
+    if (const int n = crossings(r); n < fewest) fewest = n, box = r;
   c.fill_rect(box, RgbColor{1, 1, 1});
   for (std::size_t k = 0; k < series.size(); ++k) {
     const double ly = box.y + 5 + static_cast<double>(k) * row;
