@@ -21,7 +21,7 @@
 /// s.figure({.png = "figures/fig5_mrpc.png", .svg = "figures/fig5_mrpc.svg",   // relative to the output folder
 ///           .caption = "Figure 5: cosine similarity of each head's maps before and after fine-tuning."});
 /// s.claim({.claim = "The last two layers change most after fine-tuning.",
-///          .paper = "layers 11-12",
+///          .paper = "layers " + r.count("paper.fig5.most_changed.0", 11) + "-" + r.count("paper.fig5.most_changed.1", 12),
 ///          .darkbert = "layers " + r.count("fig5.MRPC.most_changed.0", 5) + "-" + r.count("fig5.MRPC.most_changed.1", 6),
 ///          .verdict = study::Verdict::reproduced,
 ///          .reason = "The two most-changed layers are the last two of the six."});
@@ -52,17 +52,18 @@
 /// - years: an unsigned, ungrouped four-digit integer from 1900 to 2099 (count() groups thousands, so a
 ///   registered count of 2000 is written `2,000` and checked);
 /// - HTML character references (`&#39;`).
-/// So write quantities in fixed notation, separated from their units by a space (`12 ms`).
+/// So write quantities in fixed notation, separated from their units by a space (`12 ms`). The check
+/// proves provenance, not which key: a stated number passes when any registered number rounds to it, so a
+/// small integer such as `3` passes easily; the summary says which key holds it.
 
 #include <cairo.h>      // cairo_image_surface_create_from_png (the checker decodes every PNG)
 #include <pugixml.hpp>  // pugi::xml_document (the checker parses every SVG; figure sizes)
 
-#include <algorithm>     // std::sort, std::all_of, std::min
+#include <algorithm>     // std::sort, std::min
 #include <charconv>      // std::to_chars (locale-independent fixed notation)
 #include <cmath>         // std::isnan, std::isinf, std::sqrt
 #include <cstddef>       // std::size_t
 #include <cstdint>       // std::int64_t, std::uint32_t
-#include <exception>     // std::exception
 #include <filesystem>    // std::filesystem::path, recursive_directory_iterator
 #include <fstream>       // std::ifstream
 #include <iterator>      // std::istreambuf_iterator, std::next
@@ -76,7 +77,7 @@
 #include <system_error>  // std::error_code
 #include <tuple>         // std::tie
 #include <utility>       // std::move, std::pair
-#include <variant>       // std::variant, std::visit
+#include <variant>       // std::variant, std::get_if, std::holds_alternative
 #include <vector>        // std::vector
 
 #include <nlohmann/json.hpp>  // summary.json
@@ -936,7 +937,7 @@ enum class ReportDefect {
   bad_csv,              ///< a .csv file is empty, has an unterminated quote or rows of different lengths
   bad_npy,              ///< a .npy file does not read
   bad_png,              ///< a .png file does not decode
-  bad_svg,              ///< an .svg file is not well-formed XML with an <svg> root
+  bad_svg,              ///< an .svg file is not well-formed XML with an `<svg>` root
   unregistered_number,  ///< report.md states a number that summary.json does not hold at that precision
   external_reference,   ///< report.html loads or links something outside itself, or report.md links outside the folder
 };
@@ -1306,7 +1307,7 @@ inline std::vector<std::pair<std::string, std::size_t>> markdown_links(std::stri
 ///   skipped (an interrupted atomic write leaves such a temporary file);
 /// - every number report.md states (stated_numbers()) equals, at its stated decimals, a number under
 ///   "numbers" in summary.json (or 100 times one, when followed by %);
-/// - report.html loads and links nothing outside itself (only data: URIs and #fragments).
+/// - report.html loads and links nothing outside itself (only data: URIs and `#fragment` links).
 /// Problems are sorted by file and line; an empty list means the folder passed.
 /// @code
 /// for (const auto& p : darkbert::study::check_report("out")) std::cerr << p.message << "\n";
