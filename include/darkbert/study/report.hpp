@@ -464,6 +464,7 @@ thead th { background: #f4f4f1; font-weight: 600; border-bottom: 2px solid #cfcf
 tbody tr:nth-child(even) { background: #fafaf8; }
 td.num, th.num { text-align: right; white-space: nowrap; }
 table.claims td:first-child { min-width: 16rem; }
+table.claims td:nth-child(2), table.claims td:nth-child(3) { min-width: 8rem; }
 table.claims td:last-child { min-width: 14rem; }
 figure { margin: 1.75rem 0; }
 figure img { display: block; max-width: 100%; height: auto; }
