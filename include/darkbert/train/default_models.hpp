@@ -35,7 +35,7 @@ namespace darkbert {
 
 /// The version of `arch`'s `mini` recipe, bumped when that recipe changes, so that a cache never serves a
 /// model trained by an older one (and a change to one architecture's recipe keeps the other's cache).
-/// BERT 2: session 9's recipe. GPT-2 2: session 11's sampled softmax; 3: four blocks (session 12).
+/// BERT 2: the two-length recipe at lr 1e-3. GPT-2 2: the sampled softmax; 3: four blocks (docs/default-models.md).
 inline int default_model_version(const std::string& arch) {
   require(arch == "bert" || arch == "gpt2", "default model: arch is '", arch, "' (bert or gpt2)");
   return arch == "gpt2" ? 3 : 2;

@@ -72,11 +72,11 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PretrainRecipe, arch, layers, hi
 ///              32-token examples and the rest on 128 (as BERT was pretrained, at two lengths), lr 1e-3
 ///              (positional heads rise once the learning rate is at or below it), batch 64, 8,700 steps,
 ///              about 25 minutes on two cores (40 on one); positional, block and vertical heads emerge
-///              (README, "Looking for positional heads"). GPT-2: 4 blocks (with 2 its previous-token
+///              (docs/default-models.md). GPT-2: 4 blocks (with 2 its previous-token
 ///              head stalls at 0.41; with 4 it ends at 0.53), 128 tokens throughout (at 32-64 that head
 ///              stays a recent-token window), batch 16, lr 3e-3, a sampled softmax of 4,096 draws
 ///              (sampled_softmax.hpp; 5x the tokens/s of the full 50,257-way head), 10,000 steps, 16 to 27
-///              minutes on two cores (README, "`mini` GPT-2 pretraining").
+///              minutes on two cores (docs/default-models.md).
 ///   reference  the PyTorch reference's shape and recipe (4 x 256 x 4, FFN 1024, seq 128, batch 32, lr 1e-3,
 ///              warm-up 200; ../shared/notes/pretraining-reference.md), for side-by-side comparisons: 20 minutes.
 ///   tiny       seconds-long runs for tests (no length: give one).

@@ -2,8 +2,8 @@
 /// @file
 /// Sampled softmax for a language model's head (Jean et al. 2015, "On Using Very Large Target Vocabulary";
 /// Bengio & Senécal 2008): each step computes the logits of a candidate set of the vocabulary instead of
-/// all of it. At GPT-2's 50,257 ids and a small width the head is ~94% of a step's FLOPs (README, "`mini`
-/// GPT-2 pretraining"); a few thousand candidates make it a small part while every position still predicts.
+/// all of it. At GPT-2's 50,257 ids and a small width the head is ~94% of a step's FLOPs
+/// (docs/default-models.md); a few thousand candidates make it a small part while every position still predicts.
 ///
 /// One step's candidates S: every distinct target of the batch (included for certain), then the distinct
 /// ids among `draws` draws from a proposal q_j ∝ (count_j + 1)^0.75 over the training tokens. Logit
