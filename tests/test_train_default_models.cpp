@@ -63,7 +63,7 @@ TEST_CASE("default_model pretrains on first use into <cache>/models, then serves
   // A first use killed after its checkpoint at step 3 resumes there and ends with the same weights.
   const auto cache2 = darkbert::test::scratch_dir("default_models_killed");
   const auto root2 = darkbert::DataRoot::single(darkbert::test::data_dir(), cache2);
-  const auto partial = cache2 / "models" / "mini-bert-v2.partial";
+  const auto partial = darkbert::default_model_dir(root2, "bert").string() + ".partial";
   CHECK_THROWS_AS(darkbert::run_pretraining(root2, {.out = partial, .recipe = quick_recipe(), .show_progress = false,
                                                     .after_step = [](const darkbert::PretrainState& s) {
                                                       if (s.step == 4) throw Stop{};
@@ -73,6 +73,18 @@ TEST_CASE("default_model pretrains on first use into <cache>/models, then serves
   const auto dir2 = darkbert::default_model(root2, "bert", {.recipe = quick_recipe(), .show_progress = false, .log = &resumed});
   CHECK(resumed.str().find("resuming") != std::string::npos);
   CHECK(bytes_of(dir2 / "model.safetensors") == bytes_of(dir / "model.safetensors"));
+}
+
+TEST_CASE("the default BERT is the study recipe's, cached apart from the mini one; unknown names are refused") {
+  const auto root = darkbert::DataRoot::single(darkbert::test::data_dir(), darkbert::test::scratch_dir("default_models_names"));
+  CHECK(darkbert::default_model_dir(root, "bert").filename() == "study-bert-v3");
+  CHECK(darkbert::cached_model_dir(root, "mini", "bert").filename() == "mini-bert-v2");
+  CHECK(darkbert::default_model_dir(root, "gpt2").filename() == "mini-gpt2-v3");
+  const auto study = darkbert::recipe_config(darkbert::named_recipe("study", "bert"));
+  CHECK(study.num_layers * study.num_heads >= 48);
+  CHECK(darkbert::test::message_of([&] { darkbert::cached_model_dir(root, "reference", "bert"); }) ==
+        "default model: no cached model for the recipe 'reference' of bert (study-bert, mini-bert or mini-gpt2)");
+  CHECK(darkbert::test::message_of([&] { darkbert::named_recipe("study", "gpt2"); }).find("for bert") != std::string::npos);
 }
 
 TEST_CASE("default_model names a wrong architecture") {

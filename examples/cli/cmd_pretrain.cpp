@@ -73,8 +73,9 @@ inline void run_pretrain_command(const PretrainCommand& cmd) {
 
 std::filesystem::path resolve_model(const std::filesystem::path& folder_or_name) {
   const auto name = folder_or_name.string();
-  if ((name != "mini-bert" && name != "mini-gpt2") || std::filesystem::is_directory(folder_or_name)) return folder_or_name;
-  return default_model(DataRoot::from_environment(), name.substr(5), {.log = &std::cerr});
+  if (!is_cached_model_name(name) || std::filesystem::is_directory(folder_or_name)) return folder_or_name;
+  const auto dash = name.find('-');
+  return cached_model(DataRoot::from_environment(), name.substr(0, dash), name.substr(dash + 1), {.log = &std::cerr});
 }
 
 void add_pretrain_command(CLI::App& app) {
@@ -82,7 +83,7 @@ void add_pretrain_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("pretrain", "Pretrain a BERT (masked LM + NSP) or GPT-2 (causal LM) from scratch on the corpus\n"
                                              "  e.g. darkbert pretrain --arch bert --recipe mini --minutes 20 --out mini-bert");
   cmd->add_option("--arch", o->arch, "bert or gpt2")->check(CLI::IsMember({"bert", "gpt2"}))->capture_default_str();
-  cmd->add_option("--recipe", o->recipe, "mini (the embedded default models), reference (the PyTorch reference's) or tiny (for tests)")->capture_default_str();
+  cmd->add_option("--recipe", o->recipe, "study (the default BERT), mini (the mini BERT, the default GPT-2), reference (the PyTorch reference's) or tiny (for tests)")->capture_default_str();
   cmd->add_option("--out", o->out, "Output folder (model, checkpoint/, eval.csv, head_masses.csv, run.json)")->required();
   auto* minutes = cmd->add_option("--minutes", o->minutes, "Training-time budget (the schedule decays to 0 at its end); default: the recipe's length");
   auto* steps = cmd->add_option("--steps", o->steps, "Number of training steps; default: the recipe's length");

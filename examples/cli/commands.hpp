@@ -16,21 +16,26 @@ void add_init_command(CLI::App& app);      // randomly initialised checkpoint
 void add_finetune_command(CLI::App& app);  // fine-tune on a GLUE task
 void add_finetune_table_command(CLI::App& app);  // the paper's Table 1: tasks x settings x seeds
 void add_pretrain_command(CLI::App& app);  // pretrain from scratch on the corpus
+void add_reproduce_command(CLI::App& app);  // the whole study and its findings report
 
-// --model takes a checkpoint folder or the name of an embedded default model, `mini-bert` (the default) or
-// `mini-gpt2` (train/default_models.hpp: pretrained into the cache on first use, about 25 minutes on two
-// cores). resolve_model turns the option's value into a folder; it is defined in cmd_pretrain.cpp.
+// --model takes a checkpoint folder or the name of an embedded default model: `study-bert` (the default
+// BERT), `mini-bert` or `mini-gpt2` (train/default_models.hpp: pretrained into the cache on first use) and
+// read from there after. resolve_model turns the option's value into a folder; it is defined in
+// cmd_pretrain.cpp.
+inline bool is_cached_model_name(const std::string& name) {
+  return name == "study-bert" || name == "mini-bert" || name == "mini-gpt2";
+}
 std::filesystem::path resolve_model(const std::filesystem::path& folder_or_name);
 inline void add_model_option(CLI::App* cmd, std::filesystem::path& model) {
-  model = "mini-bert";
-  cmd->add_option("--model", model, "Checkpoint folder (its encoder; a classifier head is added), or mini-bert / mini-gpt2: "
-                                    "the embedded default models, pretrained on first use")
+  model = "study-bert";
+  cmd->add_option("--model", model, "Checkpoint folder (its encoder; a classifier head is added), or study-bert / mini-bert / "
+                                    "mini-gpt2: the embedded default models, pretrained on first use")
       ->check(CLI::Validator(
           [](std::string& value) -> std::string {
-            if (value == "mini-bert" || value == "mini-gpt2" || std::filesystem::is_directory(value)) return {};
-            return "not a checkpoint folder nor mini-bert / mini-gpt2: " + value;
+            if (is_cached_model_name(value) || std::filesystem::is_directory(value)) return {};
+            return "not a checkpoint folder nor study-bert / mini-bert / mini-gpt2: " + value;
           },
-          "DIR|mini-bert|mini-gpt2"))
+          "DIR|study-bert|mini-bert|mini-gpt2"))
       ->capture_default_str();
 }
 

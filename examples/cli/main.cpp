@@ -39,6 +39,7 @@ int main(int argc, char** argv) {
   darkbert::cli::add_finetune_command(app);
   darkbert::cli::add_finetune_table_command(app);
   darkbert::cli::add_pretrain_command(app);
+  darkbert::cli::add_reproduce_command(app);
   // Set after the subcommands, which would otherwise inherit it; each has its own example.
   app.footer("Example: darkbert run --cases ../shared/golden/cases/bert_model.json --out out/bert_model --check\n"
              "Run `darkbert COMMAND --help` for each command's options and an example.");

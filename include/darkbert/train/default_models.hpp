@@ -1,9 +1,10 @@
 #pragma once
 /// @file
-/// The embedded default models: a BERT and a GPT-2 pretrained from scratch with the `mini` recipe
-/// (train/pretraining_recipe.hpp) on the data root's corpus. No pretrained weights can be downloaded, so
+/// The embedded default models: a BERT pretrained from scratch with the `study` recipe and a GPT-2 with the
+/// `mini` recipe (train/pretraining_recipe.hpp) on the data root's corpus; `cached_model` gives the others
+/// (`mini` BERT). No pretrained weights can be downloaded, so
 /// these are what the reproduction examples analyse when no checkpoint is given. They are trained on first
-/// use (within 30 minutes each on two cores) and cached in `<cache>/models/` (data/root.hpp), never shipped.
+/// use (within 45 minutes each on two cores) and cached in `<cache>/models/` (data/root.hpp), never shipped.
 ///
 /// @code
 /// auto root = darkbert::DataRoot::from_environment();
@@ -33,17 +34,37 @@
 
 namespace darkbert {
 
-/// The version of `arch`'s `mini` recipe, bumped when that recipe changes, so that a cache never serves a
-/// model trained by an older one (and a change to one architecture's recipe keeps the other's cache).
-/// BERT 2: the two-length recipe at lr 1e-3. GPT-2 2: the sampled softmax; 3: four blocks (docs/default-models.md).
-inline int default_model_version(const std::string& arch) {
+/// The recipe of each architecture's default model: BERT `study` (6 x 128 x 8 heads: the paper's per-head
+/// questions need more heads than `mini`'s 8), GPT-2 `mini`.
+inline std::string default_recipe_name(const std::string& arch) {
   require(arch == "bert" || arch == "gpt2", "default model: arch is '", arch, "' (bert or gpt2)");
-  return arch == "gpt2" ? 3 : 2;
+  return arch == "gpt2" ? "mini" : "study";
 }
 
-/// Where the default model of `arch` (bert or gpt2) is cached: `<cache>/models/mini-<arch>-v<version>`.
+/// The version of the cached model `recipe` trains for `arch`, bumped when that recipe changes, so that a
+/// cache never serves a model trained by an older one (and a change to one recipe keeps the others' caches).
+/// mini-bert 2: the two-length recipe at lr 1e-3. mini-gpt2 2: the sampled softmax; 3: four blocks
+/// (docs/default-models.md). study-bert 3: the first default BERT with 48 heads (numbered on from
+/// mini-bert's 2, which it replaces as the default).
+inline int model_version(const std::string& recipe, const std::string& arch) {
+  require(arch == "bert" || arch == "gpt2", "default model: arch is '", arch, "' (bert or gpt2)");
+  if (recipe == "mini") return arch == "gpt2" ? 3 : 2;
+  if (recipe == "study" && arch == "bert") return 3;
+  fail("default model: no cached model for the recipe '", recipe, "' of ", arch,
+       " (study-bert, mini-bert or mini-gpt2)");
+}
+
+/// The version of `arch`'s default model (model_version of its default recipe).
+inline int default_model_version(const std::string& arch) { return model_version(default_recipe_name(arch), arch); }
+
+/// Where the model `recipe` trains for `arch` is cached: `<cache>/models/<recipe>-<arch>-v<version>`.
+inline std::filesystem::path cached_model_dir(const DataRoot& root, const std::string& recipe, const std::string& arch) {
+  return root.cache_dir() / "models" / (recipe + "-" + arch + "-v" + std::to_string(model_version(recipe, arch)));
+}
+
+/// Where the default model of `arch` (bert or gpt2) is cached.
 inline std::filesystem::path default_model_dir(const DataRoot& root, const std::string& arch) {
-  return root.cache_dir() / "models" / ("mini-" + arch + "-v" + std::to_string(default_model_version(arch)));
+  return cached_model_dir(root, default_recipe_name(arch), arch);
 }
 
 /// How default_model trains on first use.
@@ -84,12 +105,13 @@ inline bool is_model_folder(const std::filesystem::path& dir) {
 
 }  // namespace detail
 
-/// The folder of the default model of `arch`: from the cache, or pretrained into it first. Training
-/// happens in `<dir>.partial` (resumed if a first use was killed), and the finished folder is renamed
-/// into place, so `<dir>` is either absent or whole.
-inline std::filesystem::path default_model(const DataRoot& root, const std::string& arch, const DefaultModelOptions& o = {}) {
+/// The folder of the model `recipe` (study or mini) trains for `arch`: from the cache, or pretrained into
+/// it first. Training happens in `<dir>.partial` (resumed if a first use was killed), and the finished
+/// folder is renamed into place, so `<dir>` is either absent or whole.
+inline std::filesystem::path cached_model(const DataRoot& root, const std::string& recipe, const std::string& arch,
+                                          const DefaultModelOptions& o = {}) {
   namespace fs = std::filesystem;
-  const fs::path dir = default_model_dir(root, arch);
+  const fs::path dir = cached_model_dir(root, recipe, arch);
   if (detail::is_model_folder(dir)) return dir;
   fs::create_directories(dir.parent_path());
   const detail::FileLock lock(fs::path(dir.string() + ".lock"));
@@ -97,10 +119,10 @@ inline std::filesystem::path default_model(const DataRoot& root, const std::stri
 
   const fs::path partial = dir.string() + ".partial";
   if (o.log)
-    *o.log << "default model: no " << arch << " in " << dir.string() << "; pretraining it with the "
-           << (o.recipe ? "given" : "mini") << " recipe into " << partial.string()
+    *o.log << "default model: no " << recipe << "-" << arch << " in " << dir.string() << "; pretraining it with the "
+           << (o.recipe ? "given" : recipe) << " recipe into " << partial.string()
            << " (first use only; a killed run resumes)" << std::endl;
-  const auto result = run_pretraining(root, {.out = partial, .recipe = o.recipe.value_or(named_recipe("mini", arch)),
+  const auto result = run_pretraining(root, {.out = partial, .recipe = o.recipe.value_or(named_recipe(recipe, arch)),
                                              .resume = true, .show_progress = o.show_progress, .log = o.log});
   fs::remove_all(partial / "checkpoint");  // only needed to resume; the model is the folder itself
   std::error_code ec;
@@ -110,6 +132,12 @@ inline std::filesystem::path default_model(const DataRoot& root, const std::stri
     *o.log << "default model: saved " << dir.string() << " (held-out accuracy " << result.heldout.accuracy << " after "
            << result.state.step << " steps)" << std::endl;
   return dir;
+}
+
+/// The folder of the default model of `arch` (bert: the `study` recipe, gpt2: `mini`), pretrained into the
+/// cache on first use (see cached_model).
+inline std::filesystem::path default_model(const DataRoot& root, const std::string& arch, const DefaultModelOptions& o = {}) {
+  return cached_model(root, default_recipe_name(arch), arch, o);
 }
 
 }  // namespace darkbert

@@ -77,6 +77,9 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PretrainRecipe, arch, layers, hi
 ///              stays a recent-token window), batch 16, lr 3e-3, a sampled softmax of 4,096 draws
 ///              (sampled_softmax.hpp; 5x the tokens/s of the full 50,257-way head), 10,000 steps, 16 to 27
 ///              minutes on two cores (docs/default-models.md).
+///   study      the default BERT the reproduction analyses (train/default_models.hpp): the BERT `mini`
+///              recipe at 6 blocks x 8 heads (width 128, head size 16), so the paper's per-head questions
+///              have 48 heads to ask about; about 1.9x the `mini` step (docs/default-models.md).
 ///   reference  the PyTorch reference's shape and recipe (4 x 256 x 4, FFN 1024, seq 128, batch 32, lr 1e-3,
 ///              warm-up 200; ../shared/notes/pretraining-reference.md), for side-by-side comparisons: 20 minutes.
 ///   tiny       seconds-long runs for tests (no length: give one).
@@ -95,13 +98,17 @@ inline PretrainRecipe named_recipe(const std::string& name, const std::string& a
       r.lr = 1e-3, r.batch = 64, r.steps = 8700;
       r.eval_every = 500, r.checkpoint_every = 500;
     }
+  } else if (name == "study") {
+    require(arch == "bert", "pretraining: the 'study' recipe is for bert (GPT-2's default model is 'mini')");
+    r = named_recipe("mini", arch);
+    r.layers = 6, r.heads = 8;  // 48 heads: enough for per-head questions (percentiles, layer trends, ablations)
   } else if (name == "tiny") {
     r.layers = 2, r.hidden = 64, r.heads = 2, r.ff = 256, r.seq = 64, r.batch = 8, r.lr = 2e-3, r.warmup = 20;
     r.eval_every = 50, r.checkpoint_every = 50, r.probe_pairs = 20;
   } else if (name == "reference") {
     r.minutes = 20;
   } else {
-    fail("pretraining: unknown recipe '", name, "' (mini, reference or tiny)");
+    fail("pretraining: unknown recipe '", name, "' (study, mini, reference or tiny)");
   }
   return r;
 }

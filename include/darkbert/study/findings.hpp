@@ -1,0 +1,492 @@
+#pragma once
+/// @file
+/// The findings report of `darkbert reproduce`, written from the result files alone: the per-seed unit
+/// folders are aggregated (Table 1, §3.3 and §3.6 over seeds; Figure 2 and Figure 7 over tasks), and every
+/// claim of the paper is restated with the paper's number, darkbert's number and a verdict whose rule is
+/// written beside it. Every number goes through the report's registry (study/report.hpp), so summary.json
+/// holds each one the report states.
+///
+/// @code
+/// auto root = darkbert::DataRoot::from_environment();
+/// auto plan = darkbert::study::plan_study(root, options);
+/// darkbert::study::run_units(plan.units, options.out / "units", plan.run.fingerprint);
+/// darkbert::study::write_findings(root, plan.run);    // report.md, report.html, summary.json, results/
+/// @endcode
+///
+/// Verdict rules (the same for every run; a reader can recompute them from summary.json):
+/// - a claim made for every task is *reproduced* when it holds on every task studied, *partly* when on
+///   some, *not reproduced* when on none;
+/// - a comparison of two fine-tuning settings holds on a task when the means differ in the paper's
+///   direction by more than the larger of the two standard deviations over seeds;
+/// - a claim that needs data or a model this run does not have is *not testable here*.
+
+#include <algorithm>   // std::max_element, std::sort
+#include <cmath>       // std::isnan, std::max
+#include <filesystem>  // std::filesystem
+#include <map>         // std::map
+#include <string>      // std::string
+#include <utility>     // std::pair
+#include <vector>      // std::vector
+
+#include <nlohmann/json.hpp>
+
+#include "darkbert/core/error.hpp"
+#include "darkbert/data/root.hpp"
+#include "darkbert/model/config.hpp"
+#include "darkbert/study/across_seeds.hpp"
+#include "darkbert/study/attention_patterns.hpp"
+#include "darkbert/study/disable_heads.hpp"
+#include "darkbert/study/finetune_change.hpp"
+#include "darkbert/study/finetune_table.hpp"
+#include "darkbert/study/framenet_heads.hpp"
+#include "darkbert/study/linguistic_features.hpp"
+#include "darkbert/study/report.hpp"
+#include "darkbert/study/study_plan.hpp"
+#include "darkbert/study/token_relations.hpp"
+#include "darkbert/study/work_units.hpp"
+
+namespace darkbert::study {
+
+namespace detail {
+
+// "reproduced" when it holds on every one of n tasks, "partly" on some, "not reproduced" on none.
+inline Verdict verdict_over_tasks(std::size_t holds, std::size_t n) {
+  if (n == 0) return Verdict::not_testable;
+  if (holds == n) return Verdict::reproduced;
+  return holds > 0 ? Verdict::partly : Verdict::not_reproduced;
+}
+
+inline std::string head_name(Index layer, Index head) {
+  return "L" + std::to_string(layer) + "H" + std::to_string(head);
+}
+
+// Key segments must be plain: "STS-B" -> "STS_B".
+inline std::string key_of(std::string s) {
+  for (char& c : s)
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_')) c = '_';
+  return s;
+}
+
+inline std::string rel(const std::filesystem::path& out, const std::filesystem::path& p) {
+  return std::filesystem::relative(p, out).generic_string();
+}
+
+inline std::string join(const std::vector<std::string>& parts, const std::string& sep) {
+  std::string s;
+  for (const auto& p : parts) s += (s.empty() ? "" : sep) + p;
+  return s;
+}
+
+}  // namespace detail
+
+/// Aggregates the unit folders of `run` and writes report.md, report.html and summary.json into run.out
+/// (aggregates and overview figures into run.out/results).
+inline void write_findings(const DataRoot& root, const StudyRun& run) {
+  namespace fs = std::filesystem;
+  (void)root;
+  const fs::path out = run.out, units = out / "units", results = out / "results";
+  fs::create_directories(results);
+  const auto config = ModelConfig::from_file(run.model / "config.json");
+  const Index layers = config.num_layers, heads = config.num_heads;
+  std::vector<std::string> tasks;
+  for (GlueTask t : run.tasks) tasks.push_back(std::string(glue_task_info(t).name));
+  const std::size_t n_tasks = tasks.size();
+
+  Report r("Revealing the Dark Secrets of BERT, reproduced by darkbert");
+  r.meta("model", {{"folder", run.model.string()}, {"description", run.model_description}, {"layers", layers},
+                   {"heads", heads}, {"hidden", config.hidden_size}});
+  r.meta("fingerprint", run.fingerprint);
+  r.meta("absent_tasks", nlohmann::json::array());
+  for (const auto& a : run.absent) r.meta("absent." + detail::key_of(a.task), a.reason);
+
+  // ------------------------------------------------------------------ what was run
+  double unit_seconds_total = 0;
+  for (const auto& entry : fs::recursive_directory_iterator(units))
+    if (entry.path().filename() == "unit.json") unit_seconds_total += study::unit_seconds(entry.path().parent_path());
+  {
+    auto& s = r.section("What was run");
+    s.paragraph("Model: " + run.model_description + ", " + r.count("model.layers", layers) + " layers x " +
+                r.count("model.heads_per_layer", heads) + " heads (" + r.count("model.heads", layers * heads) +
+                " heads in all; BERT-base has " + r.count("paper.model.heads", 144) + "), hidden size " + r.count("model.hidden", config.hidden_size) + ".");
+    const fs::path run_json = run.model / "run.json";
+    if (fs::exists(run_json) && fs::exists(run.model / "eval.csv")) {
+      s.paragraph("It was pretrained by darkbert from scratch on the corpus in `../shared/data/corpus` (masked LM + NSP; "
+                  "its recipe is `run.json` in the model folder, its log `eval.csv`). BERT-base was pretrained on " +
+                  r.number("paper.model.pretraining_billion_words", 3.3, 1) + " billion words for " +
+                  r.count("paper.model.pretraining_epochs", 40) +
+                  " epochs; a model this small, pretrained for minutes, is the main difference from the paper.");
+    }
+    std::vector<std::string> items;
+    items.push_back("Tasks: " + detail::join(tasks, ", ") + "; fine-tuning seeds " + r.count("run.first_seed", 1) + " to " + r.count("run.seeds", run.seeds) +
+                    " in each of the four Table 1 settings; " + r.count("run.epochs", run.sizes.epochs) +
+                    " epochs, batch " + r.count("run.batch", 32) + ", peak learning rate " + r.number("run.learning_rate", run.learning_rate, 4) + ".");
+    items.push_back("Caps: at most " + r.count("run.max_train", static_cast<std::int64_t>(run.sizes.max_train)) +
+                    " training examples per task (the first ones of the train split), " +
+                    r.count("run.eval_examples", static_cast<std::int64_t>(run.sizes.eval_examples)) +
+                    " evaluation examples scored (Table 1, §3.6), " +
+                    r.count("run.analysis_examples", static_cast<std::int64_t>(run.sizes.analysis_examples)) +
+                    " evaluation examples whose maps are analysed (§3.1, §3.3-§3.5; the paper used up to " +
+                    r.count("paper.run.analysis_examples", 1000) + "), " +
+                    r.count("run.framenet_sentences", static_cast<std::int64_t>(run.sizes.framenet_sentences)) +
+                    " FrameNet sentences at most.");
+    for (const auto& a : run.absent)
+      items.push_back(a.task + " is absent: `" + a.reason + "`");
+    items.push_back("Compute: the units took " + r.number("run.unit_seconds", unit_seconds_total, 0) +
+                    " s in all; this invocation ran " + r.count("run.units_ran", static_cast<std::int64_t>(run.units.ran)) +
+                    " units and found " + r.count("run.units_resumed", static_cast<std::int64_t>(run.units.resumed)) +
+                    " done.");
+    if (run.quick)
+      items.push_back("This is a --quick run: tiny sizes that check every step. Its numbers say nothing about the paper.");
+    s.list(items);
+  }
+
+  // ------------------------------------------------------------------ Table 1
+  const auto table = FineTuneTable::load(out / "table1");
+  table.write_tables(results / "table1");
+  const auto cells = table.cells();
+  auto cell = [&](const std::string& task, const std::string& metric, const std::string& setting) -> const FineTuneCell* {
+    for (const auto& c : cells)
+      if (c.task == task && c.metric == metric && c.setting == setting) return &c;
+    return nullptr;
+  };
+  std::size_t pretrain_helps = 0, random_beats_untrained = 0, table_tasks = 0;
+  {
+    auto& s = r.section("Table 1: fine-tuning from pretrained and from random weights");
+    ReportTable t{.header = {"task", "metric", "pretrained + fine-tuned", "paper", "random init + fine-tuned", "paper",
+                             "frozen encoder + trained head", "pretrained, not fine-tuned", "paper"},
+                  .caption = "Dev scores in %, mean ± sd over fine-tuning seeds (the paper: BERT-base, one run)."};
+    for (const auto& task : tasks) {
+      bool counted = false;
+      for (const auto& c : cells) {
+        if (c.task != task || c.setting != "pretrained") continue;
+        std::vector<std::string> row = {task, c.metric};
+        const std::string base = "table1." + detail::key_of(task) + "." + c.metric + ".";
+        for (const std::string setting : {"pretrained", "random", "frozen", "untrained"}) {
+          const auto* x = cell(task, c.metric, setting);
+          row.push_back(x ? r.mean_sd(base + setting, x->values_percent, 1) : "—");
+          if (setting == "frozen") continue;
+          row.push_back(x && x->paper_percent ? r.number("paper.table1." + detail::key_of(task) + "." + c.metric + "." + setting,
+                                                         *x->paper_percent, 1)
+                                              : "—");
+        }
+        t.rows.push_back(row);
+        if (counted) continue;  // the verdict reads each task's first metric
+        counted = true;
+        const auto* pre = cell(task, c.metric, "pretrained");
+        const auto* rnd = cell(task, c.metric, "random");
+        const auto* unt = cell(task, c.metric, "untrained");
+        if (pre && rnd) {
+          ++table_tasks;
+          const double margin = std::max(std::isnan(pre->percent.sd) ? 0.0 : pre->percent.sd,
+                                         std::isnan(rnd->percent.sd) ? 0.0 : rnd->percent.sd);
+          if (pre->percent.mean - rnd->percent.mean > margin) ++pretrain_helps;
+          if (unt && pre->percent.mean - unt->percent.mean > margin) ++random_beats_untrained;
+        }
+      }
+    }
+    s.table(t);
+    s.paragraph("Recipe: `" + table.recipe_sentence() + "`");
+    s.claim({.claim = "Pretrained BERT fine-tuned beats the same architecture fine-tuned from random weights on every task.",
+             .paper = "every task (e.g. MRPC accuracy " + r.number("paper.claims.table1_mrpc_pretrained", 82.3, 1) + " against " +
+                      r.number("paper.claims.table1_mrpc_random", 68.3, 1) + ")",
+             .darkbert = "on " + r.count("claims.table1.pretrain_helps", static_cast<std::int64_t>(pretrain_helps)) + " of " +
+                         r.count("claims.table1.tasks", static_cast<std::int64_t>(table_tasks)) + " tasks",
+             .verdict = detail::verdict_over_tasks(pretrain_helps, table_tasks),
+             .reason = "A task counts when the pretrained mean exceeds the random-init mean by more than the larger sd over seeds."});
+    s.claim({.claim = "Fine-tuning improves on the pretrained model with an untrained head by a wide margin.",
+             .paper = r.number("paper.claims.table1_gain_points", 35.9, 1) + " points on average",
+             .darkbert = "fine-tuning wins on " + r.count("claims.table1.finetune_beats_untrained", static_cast<std::int64_t>(random_beats_untrained)) +
+                         " of " + r.count("claims.table1.tasks_untrained", static_cast<std::int64_t>(table_tasks)) + " tasks",
+             .verdict = detail::verdict_over_tasks(random_beats_untrained, table_tasks),
+             .reason = "Same rule: the fine-tuned mean exceeds the untrained-head mean by more than the larger sd."});
+  }
+
+  // ------------------------------------------------------------------ §3.1
+  {
+    auto& s = r.section("§3.1 Attention patterns");
+    std::vector<std::pair<std::string, std::vector<double>>> cnn_props, rule_props;
+    PatternScheme scheme = paper_pattern_scheme();
+    std::size_t in_range = 0;
+    ReportTable t{.header = {"task", "classifier"}, .caption = "Share of all (head, example) maps in each class (Figure 2)."};
+    for (const auto& l : scheme.labels) t.header.push_back(l);
+    std::optional<AttentionPatternResult> first;
+    for (const auto& task : tasks) {
+      const auto p = AttentionPatternResult::load(units / "patterns" / task);
+      if (!first) first = p;
+      scheme = p.scheme;
+      cnn_props.emplace_back(task, p.proportions(PatternClassifier::cnn));
+      rule_props.emplace_back(task, p.proportions(PatternClassifier::rules));
+      for (const auto c : {PatternClassifier::rules, PatternClassifier::cnn}) {
+        const std::string who = c == PatternClassifier::cnn ? "cnn" : "rules";
+        std::vector<std::string> row = {task, c == PatternClassifier::cnn ? "CNN" : "rules"};
+        const auto props = p.proportions(c);
+        for (int k = 0; k < scheme.size(); ++k)
+          row.push_back(r.percent("patterns." + detail::key_of(task) + "." + who + "." + scheme.names[static_cast<std::size_t>(k)],
+                                  props[static_cast<std::size_t>(k)], 1));
+        t.rows.push_back(row);
+      }
+      const int het = scheme.index_of("heterogeneous", "findings");
+      const double h = p.proportions(PatternClassifier::rules)[static_cast<std::size_t>(het)];
+      if (h >= 0.32 && h <= 0.61) ++in_range;
+    }
+    s.table(t);
+    write_class_proportions_figure(results / "figure2_rules.png", rule_props, scheme);
+    write_class_proportions_figure(results / "figure2_cnn.png", cnn_props, scheme);
+    s.figure({.png = "results/figure2_rules.png", .svg = "results/figure2_rules.svg",
+              .caption = "Figure 2 (rule classifier): class proportions per task."});
+    s.figure({.png = "results/figure2_cnn.png", .svg = "results/figure2_cnn.svg",
+              .caption = "Figure 2 (CNN trained on synthetic prototypes): class proportions per task."});
+    if (first) {
+      const auto& ev = first->evaluation;
+      s.paragraph("The CNN (eight 3x3 convolutions with ReLU on maps resampled to 32x32, a linear layer; trained with "
+                  "darkbert's autodiff on `" + ev.training_set + "`) scores macro F1 " +
+                  r.number("patterns.cnn.heldout_macro_f1", ev.cnn.macro_f1, 3) + " on " +
+                  r.count("patterns.cnn.heldout_maps", static_cast<std::int64_t>(ev.cnn.maps)) + " held-out maps (`" +
+                  ev.held_out_set + "`). The paper's CNN scored F1 " + r.number("paper.patterns.cnn_f1", 0.86, 2) +
+                  " on about " + r.count("paper.patterns.labelled_maps", 400) + " hand-labelled maps, a set that is not public; `--labelled DIR` of "
+                  "`darkbert_attention_patterns` takes such a set (maps.npy + labels.csv).");
+      s.paragraph("Rules: `" + first->rules + "`");
+    }
+    s.claim({.claim = "A limited set of patterns repeats across heads; the heterogeneous class, the upper bound on heads that "
+                      "may carry linguistic structure, holds a third (MRPC) to well over half (QQP) of the maps.",
+             .paper = r.percent("paper.patterns.heterogeneous_low", 0.32, 0) + " to " + r.percent("paper.patterns.heterogeneous_high", 0.61, 0),
+             .darkbert = "inside that range on " + r.count("claims.patterns.in_range", static_cast<std::int64_t>(in_range)) + " of " +
+                         r.count("claims.patterns.tasks", static_cast<std::int64_t>(n_tasks)) + " tasks (rule classifier; table above)",
+             .verdict = detail::verdict_over_tasks(in_range, n_tasks),
+             .reason = "The rule classifier's heterogeneous share per task is compared with the paper's range."});
+    s.claim({.claim = "A CNN trained on hand-labelled maps classifies the patterns (the paper's F1 is above).",
+             .paper = "hand-labelled maps",
+             .darkbert = "synthetic prototypes only (no hand-labelled set here)",
+             .verdict = Verdict::not_testable,
+             .reason = "The paper's labelled maps are not available; F1 on synthetic prototypes measures the generator, not BERT."});
+  }
+
+  // ------------------------------------------------------------------ §3.2
+  {
+    auto& s = r.section("§3.2 Relation-specific heads (FrameNet)");
+    const auto f = FrameNetHeadsResult::load(units / "framenet");
+    write_framenet_figures(f, results / "framenet");
+    s.paragraph("FrameNet " + f.release.version + " (" + f.release.kind + "): the paper's released selection keeps " +
+                r.count("framenet.paper_selection", static_cast<std::int64_t>(f.paper.annotation_sets)) +
+                " annotated sentences (the paper: " + r.count("paper.framenet.selection", 473) +
+                " on FrameNet 1.7); darkbert's earlier selection keeps " +
+                r.count("framenet.darkbert_selection", static_cast<std::int64_t>(f.darkbert.annotation_sets)) + ". " +
+                r.count("framenet.scored", static_cast<std::int64_t>(f.scored)) + " sentences were scored.");
+    std::vector<double> all;
+    for (Index l = 0; l < f.scores.rows(); ++l)
+      for (Index h = 0; h < f.scores.cols(); ++h) all.push_back(f.scores(l, h));
+    std::sort(all.begin(), all.end());
+    const double median = all.empty() ? 0.0 : all[all.size() / 2];
+    std::vector<std::string> top;
+    for (std::size_t i = 0; i < f.top.size(); ++i)
+      top.push_back(detail::head_name(f.top[i].layer, f.top[i].head) + " (" +
+                    r.number("framenet.top." + std::to_string(i), f.top[i].value, 3) + ")");
+    s.paragraph("Heads above the 99th percentile (" + r.number("framenet.threshold", f.threshold, 3) + "): " +
+                (top.empty() ? std::string("none") : detail::join(top, ", ")) + "; the median head scores " +
+                r.number("framenet.median", median, 3) + ".");
+    s.figure({.png = "results/framenet/framenet_max_attention.png", .svg = "results/framenet/framenet_max_attention.svg",
+              .caption = "Figure 3: per head, the mean over sentences of the largest target -> core-element weight."});
+    const double best = f.top.empty() ? std::numeric_limits<double>::quiet_NaN() : f.top.front().value;
+    const bool stands_out = !f.top.empty() && best >= 2 * median;
+    s.claim({.claim = "Two heads of BERT-base attend from a frame's target to its core elements, above the 99th percentile.",
+             .paper = r.number("paper.framenet.top_a", 0.201, 3) + " and " + r.number("paper.framenet.top_b", 0.209, 3),
+             .darkbert = "best head " + r.number("claims.framenet.best", best, 3) + ", median " +
+                         r.number("claims.framenet.median", median, 3),
+             .verdict = f.top.empty() ? Verdict::not_reproduced : (stands_out ? Verdict::reproduced : Verdict::partly),
+             .reason = "Reproduced when the top head scores at least twice the median head; partly when heads pass the "
+                       "percentile without standing out that far."});
+  }
+
+  // ------------------------------------------------------------------ §3.3
+  {
+    auto& s = r.section("§3.3 Change in attention after fine-tuning");
+    std::size_t last_two = 0;
+    ReportTable t{.header = {"task", "seeds", "most changed layers (mean change)", "last two change most"},
+                  .caption = "Layers counted from zero; mean over seeds of each layer's mean change, one minus the cosine similarity."};
+    for (const auto& task : tasks) {
+      const auto a = aggregate_fine_tune_change(units / "change" / task);
+      a.save(results / "change" / task);
+      const auto ranked = a.layers_by_change();
+      const auto change = a.layer_change_mean();
+      std::vector<std::string> top;
+      for (std::size_t i = 0; i < std::min<std::size_t>(3, ranked.size()); ++i)
+        top.push_back("layer " + r.count("change." + detail::key_of(task) + ".rank" + std::to_string(i), ranked[i]) + " (" +
+                      r.number("change." + detail::key_of(task) + ".layer" + std::to_string(ranked[i]),
+                               change[static_cast<std::size_t>(ranked[i])], 3) + ")");
+      const bool yes = a.last_two_change_most();
+      last_two += yes;
+      t.rows.push_back({task, r.count("change." + detail::key_of(task) + ".seeds", static_cast<std::int64_t>(a.seeds.size())),
+                        detail::join(top, ", "), yes ? "yes" : "no"});
+      s.figure({.png = detail::rel(out, results / "change" / task / "cosine.png"),
+                .svg = detail::rel(out, results / "change" / task / "cosine.svg"),
+                .caption = "Figure 5, " + task + ": per-head cosine similarity of pretrained and fine-tuned maps (mean over seeds)."});
+    }
+    s.table(t);
+    s.claim({.claim = "The last two layers change most after fine-tuning (every task but QQP).",
+             .paper = "layers " + r.count("paper.change.layer_a", 11) + " and " + r.count("paper.change.layer_b", 12) + " of " + r.count("paper.change.layers", 12),
+             .darkbert = "on " + r.count("claims.change.last_two", static_cast<std::int64_t>(last_two)) + " of " +
+                         r.count("claims.change.tasks", static_cast<std::int64_t>(n_tasks)) + " tasks",
+             .verdict = detail::verdict_over_tasks(last_two, n_tasks),
+             .reason = "A task counts when the two layers with the largest mean change over seeds are the last two."});
+  }
+
+  // ------------------------------------------------------------------ §3.4
+  {
+    auto& s = r.section("§3.4 Attention to linguistic features");
+    std::size_t special_dominates = 0, cls_then_sep = 0;
+    ReportTable t{.header = {"task", "strongest head on [CLS] or [SEP]", "strongest head on a linguistic feature",
+                             "[SEP] - [CLS] slope over layers"},
+                  .caption = "Fine-tuned model; the paper's measure (attention received, summed over queries, / length)."};
+    for (const auto& task : tasks) {
+      const auto f = LinguisticFeaturesResult::load(units / "features" / task);
+      const auto& grids = f.has_finetuned() ? f.finetuned : f.pretrained;
+      double special = 0, linguistic = 0;
+      std::string linguistic_name;
+      for (std::size_t k = 0; k < f.features.size(); ++k) {
+        double best = 0;
+        for (Index l = 0; l < grids[k].rows(); ++l)
+          for (Index h = 0; h < grids[k].cols(); ++h)
+            if (!std::isnan(grids[k](l, h))) best = std::max(best, grids[k](l, h));
+        if (f.features[k] == "[CLS]" || f.features[k] == "[SEP]") special = std::max(special, best);
+        else if (best > linguistic) linguistic = best, linguistic_name = f.features[k];
+      }
+      special_dominates += special > linguistic;
+      const auto trend = f.layer_trend();
+      std::vector<double> diff;
+      const Index cls_col = f.has_finetuned() ? 1 : 0, sep_col = f.has_finetuned() ? 3 : 1;
+      for (Index l = 0; l < trend.rows(); ++l) diff.push_back(trend(l, sep_col) - trend(l, cls_col));
+      double slope = 0;
+      {
+        const double n = static_cast<double>(diff.size());
+        double sx = 0, sy = 0, sxx = 0, sxy = 0;
+        for (std::size_t i = 0; i < diff.size(); ++i) {
+          const double x = static_cast<double>(i);
+          sx += x, sy += diff[i], sxx += x * x, sxy += x * diff[i];
+        }
+        if (n > 1) slope = (n * sxy - sx * sy) / (n * sxx - sx * sx);
+      }
+      cls_then_sep += slope > 0;
+      const std::string k = "features." + detail::key_of(task) + ".";
+      t.rows.push_back({task, r.number(k + "special_max", special, 3),
+                        linguistic_name + " " + r.number(k + "linguistic_max", linguistic, 3),
+                        r.number(k + "sep_minus_cls_slope", slope, 4)});
+      write_linguistic_feature_figures(f, results / "features" / task);
+    }
+    s.table(t);
+    for (const auto& entry : fs::directory_iterator(results / "features" / tasks.front()))
+      if (entry.path().extension() == ".png") {
+        const auto png = entry.path();
+        auto svg = png;
+        svg.replace_extension(".svg");
+        s.figure({.png = detail::rel(out, png), .svg = fs::exists(svg) ? detail::rel(out, svg) : "",
+                  .caption = "Figure 6, " + tasks.front() + ": " + png.stem().string() + "."});
+      }
+    s.claim({.claim = "Vertical attention goes mostly to [CLS] and [SEP], not to linguistically meaningful tokens.",
+             .paper = "[CLS]/[SEP] far above nouns, verbs, objects, negation",
+             .darkbert = "special tokens lead on " + r.count("claims.features.special_dominates", static_cast<std::int64_t>(special_dominates)) +
+                         " of " + r.count("claims.features.tasks", static_cast<std::int64_t>(n_tasks)) + " tasks",
+             .verdict = detail::verdict_over_tasks(special_dominates, n_tasks),
+             .reason = "A task counts when the strongest head on [CLS] or [SEP] exceeds the strongest head on any linguistic feature."});
+    s.claim({.claim = "Early layers attend to [CLS], later layers to [SEP].",
+             .paper = "on every task",
+             .darkbert = "[SEP] - [CLS] rises with depth on " + r.count("claims.features.cls_then_sep", static_cast<std::int64_t>(cls_then_sep)) +
+                         " of " + r.count("claims.features.tasks_trend", static_cast<std::int64_t>(n_tasks)) + " tasks",
+             .verdict = detail::verdict_over_tasks(cls_then_sep, n_tasks),
+             .reason = "A task counts when the least-squares slope of ([SEP] - [CLS]) over layers is positive."});
+  }
+
+  // ------------------------------------------------------------------ §3.5
+  {
+    auto& s = r.section("§3.5 Token-to-token attention");
+    std::vector<TokenRelationsResult> all;
+    std::size_t candidates = 0, diagonal = 0, sep_first = 0;
+    for (const auto& task : tasks) {
+      all.push_back(TokenRelationsResult::load(units / "relations" / task));
+      const auto& x = all.back();
+      for (const auto& rel : x.relations) {
+        candidates += rel.candidates.size();
+        diagonal += rel.diagonal_candidates();
+      }
+      const auto means = x.query_layer_means();
+      std::size_t best = 0;
+      for (std::size_t c = 1; c < means.size(); ++c)
+        if (means[c] > means[best]) best = c;
+      if (!means.empty() && x.categories[best] == "[SEP]") ++sep_first;
+    }
+    write_cls_category_figure(all, results / "relations");
+    s.figure({.png = "results/relations/cls_categories.png", .svg = "results/relations/cls_categories.svg",
+              .caption = "Figure 7: the last layer's [CLS] attention by token category, per task."});
+    const double share = candidates ? static_cast<double>(diagonal) / static_cast<double>(candidates) : 0.0;
+    s.claim({.claim = "Verb -> subject and pronoun -> noun head candidates coincide with diagonal (neighbour) heads.",
+             .paper = "the candidates were diagonal heads",
+             .darkbert = r.percent("claims.relations.diagonal_share", share, 0) + " of " +
+                         r.count("claims.relations.candidates", static_cast<std::int64_t>(candidates)) +
+                         " candidates (all tasks) are diagonal",
+             .verdict = candidates == 0 ? Verdict::not_testable
+                        : share >= 0.5  ? Verdict::reproduced
+                        : share > 0     ? Verdict::partly
+                                        : Verdict::not_reproduced,
+             .reason = "Reproduced when at least half the candidate heads are diagonal (a neighbour share of at least half, as defined in token_relations.hpp)."});
+    s.claim({.claim = "In the last layer, [CLS] attends most to [SEP] on most tasks (not on STS-B, RTE, QNLI).",
+             .paper = "[SEP] first on most tasks",
+             .darkbert = "[SEP] first on " + r.count("claims.relations.sep_first", static_cast<std::int64_t>(sep_first)) + " of " +
+                         r.count("claims.relations.tasks", static_cast<std::int64_t>(n_tasks)) + " tasks",
+             .verdict = 2 * sep_first > n_tasks ? Verdict::reproduced : (sep_first > 0 ? Verdict::partly : Verdict::not_reproduced),
+             .reason = "Reproduced when [SEP] is the category [CLS] attends most to on more than half the tasks."});
+  }
+
+  // ------------------------------------------------------------------ §3.6
+  {
+    auto& s = r.section("§3.6 Disabling heads and layers");
+    std::vector<DisableHeadsAggregate> aggs;
+    std::size_t head_helps = 0, layer_helps = 0;
+    ReportTable t{.header = {"task", "metric", "baseline", "best head (change)", "worst head (change)", "best layer (change)",
+                             "worst layer (change)", "heads that help", "random head"},
+                  .caption = "Changes in percentage points, mean ± sd over fine-tuning seeds; layers and heads counted from zero."};
+    for (const auto& task : tasks) {
+      aggs.push_back(aggregate_disable_heads(units / "disable" / task));
+      const auto& a = aggs.back();
+      a.save(results / "disable" / task);
+      const std::string k = "disable." + detail::key_of(task) + ".";
+      auto pts = [](std::vector<double> v) {
+        for (double& x : v) x *= 100;
+        return v;
+      };
+      const auto bh = a.head_extreme(true), wh = a.head_extreme(false), bl = a.layer_extreme(true), wl = a.layer_extreme(false);
+      head_helps += bh.change.mean > 0;
+      layer_helps += bl.change.mean > 0;
+      t.rows.push_back({task, a.metric, r.mean_sd(k + "baseline", pts(a.baselines), 1),
+                        detail::head_name(bh.layer, bh.head) + " " + r.mean_sd(k + "best_head", pts(bh.per_seed), 2),
+                        detail::head_name(wh.layer, wh.head) + " " + r.mean_sd(k + "worst_head", pts(wh.per_seed), 2),
+                        "layer " + r.count(k + "best_layer_index", bl.layer) + " " + r.mean_sd(k + "best_layer", pts(bl.per_seed), 2),
+                        "layer " + r.count(k + "worst_layer_index", wl.layer) + " " + r.mean_sd(k + "worst_layer", pts(wl.per_seed), 2),
+                        r.mean_sd(k + "share_helping", pts(a.share_helping), 1) + "%",
+                        r.mean_sd(k + "random_head", pts(a.random_head_effect), 2)});
+      s.figure({.png = detail::rel(out, results / "disable" / task / "head_change.png"),
+                .svg = detail::rel(out, results / "disable" / task / "head_change.svg"),
+                .caption = "Figure 8, " + task + ": change of the metric with each head disabled (mean over seeds)."});
+      s.figure({.png = detail::rel(out, results / "disable" / task / "layer_change.png"),
+                .svg = detail::rel(out, results / "disable" / task / "layer_change.svg"),
+                .caption = "Figure 9, " + task + ": change of the metric with each layer disabled."});
+    }
+    s.table(t);
+    s.claim({.claim = "Disabling a single head improves the score on every task (the largest gains run from STS-B to MRPC).",
+             .paper = r.number("paper.disable.gain_low", 0.1, 1) + " to " + r.number("paper.disable.gain_high", 1.2, 1) + " points",
+             .darkbert = "a head whose removal helps on average over seeds on " +
+                         r.count("claims.disable.head_helps", static_cast<std::int64_t>(head_helps)) + " of " +
+                         r.count("claims.disable.tasks", static_cast<std::int64_t>(n_tasks)) + " tasks (table above)",
+             .verdict = detail::verdict_over_tasks(head_helps, n_tasks),
+             .reason = "A task counts when its best head's mean change over seeds is positive; compare it with its sd in the table."});
+    s.claim({.claim = "Disabling a whole layer can improve the score.",
+             .paper = "RTE, layer " + r.count("paper.disable.rte_layer", 5) + ": +" + r.number("paper.disable.rte_layer_gain", 3.2, 1) + " points",
+             .darkbert = "a layer whose removal helps on average on " +
+                         r.count("claims.disable.layer_helps", static_cast<std::int64_t>(layer_helps)) + " of " +
+                         r.count("claims.disable.tasks_layers", static_cast<std::int64_t>(n_tasks)) + " tasks",
+             .verdict = detail::verdict_over_tasks(layer_helps, n_tasks),
+             .reason = "A task counts when its best layer's mean change over seeds is positive."});
+  }
+
+  r.write(out);
+}
+
+}  // namespace darkbert::study
