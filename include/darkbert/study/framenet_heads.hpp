@@ -374,6 +374,7 @@ inline FrameNetSelections select_framenet_sentences(const FrameNet& fn, const Fr
   out.release.frames = fn.frame_count();
   out.release.lexical_units = fn.lexical_unit_files().size();
   if (out.release.version.empty()) out.release.version = detail::framenet_version(fn.dir());
+  if (out.release.kind.empty()) out.release.kind = "folder given";
   out.paper_options = options.paper;
   out.darkbert_options = options.darkbert;
   PaperSelectionOptions other = options.paper;
