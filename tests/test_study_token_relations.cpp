@@ -227,6 +227,22 @@ TEST_CASE("dependency-linked verb -> subject pairs from UD EWT's gold trees") {
   CHECK(back.summary() == r.summary());
   CHECK(back.relations[2].max.values == linked.max.values);
   CHECK(back.query_share.size() == r.query_share.size());
+  // Merging a result with itself keeps every mean and doubles the counts.
+  auto twice = back;
+  twice.merge(back);
+  CHECK(twice.examples == 2 * r.examples);
+  CHECK(twice.relations[2].examples == 2 * linked.examples);
+  CHECK(twice.category_examples[3] == 2 * r.category_examples[3]);
+  for (Index l = 0; l < 2; ++l)
+    for (Index h = 0; h < 4; ++h) {
+      CHECK(twice.relations[0].max(l, h) == doctest::Approx(r.relations[0].max(l, h)));
+      CHECK(twice.query_max[3](l, h) == doctest::Approx(r.query_max[3](l, h)));
+      CHECK(twice.neighbour_share(l, h) == doctest::Approx(r.neighbour_share(l, h)));
+    }
+  CHECK(twice.relations[0].candidates.size() == r.relations[0].candidates.size());
+  auto other_task = back;
+  other_task.task = "MRPC";
+  CHECK(message_of([&] { twice.merge(other_task); }) == "token relations: cannot merge task MRPC into RTE");
   study::write_token_relation_figures(back, dir / "figures");
   for (const char* stem : {"verb_subject_max_rte", "pronoun_noun_max_rte", "verb_subject_ud_dependency_links_max_rte",
                            "neighbour_share_rte", "cls_categories_rte"})

@@ -893,7 +893,7 @@ FrameNetHeadsResult run_framenet_heads(const Transformer<T>& model, const Tokeni
   // The figure sentence: FrameNet's annotation of it when the release has it, else its fields.
   FrameNetExample fig = selections.figure ? *selections.figure : figure_example_from_fields(options.figure);
   auto& f = r.figure;
-  f.sentence = fig.text;
+  f.sentence = detail::collapse_spaces(fig.text);
   f.frame = fig.frame;
   f.source = selections.figure ? "FrameNet lexical unit " + std::to_string(fig.lu_id) + " (" + fig.lu_name +
                                      "), sentence " + std::to_string(fig.sentence_id) + ", annotation set " +
@@ -951,7 +951,7 @@ inline void write_framenet_figures(const FrameNetHeadsResult& r, const std::file
             r.release.version + " sentences)";
   o.x = {"head", {}, 0};
   o.y = {"layer", {}, 0};
-  o.value_label = "mean of per-sentence max attention";
+  o.value_label = "mean max attention";
   Matrix<double> m(r.scores.rows(), r.scores.cols());
   for (Index l = 0; l < m.rows(); ++l)
     for (Index h = 0; h < m.cols(); ++h) m(l, h) = r.scores(l, h);

@@ -458,7 +458,7 @@ inline void write_linguistic_feature_figures(const LinguisticFeaturesResult& r, 
             (r.has_finetuned() ? "; pre = pretrained, ft = fine-tuned)" : ")");
   o.x = {r.has_finetuned() ? "model, head" : "head", cols, 0};
   o.y = {"feature, layer", rows, 0};
-  o.value_label = "received attention / length (max over the feature's tokens)";
+  o.value_label = "attention received / length";
   o.vmin = 0;
   o.annotate = CellValues::hide;
   for (const char* ext : {".png", ".svg"}) write_heatmap(dir / (stem + ext), both, o);
@@ -471,7 +471,7 @@ inline void write_linguistic_feature_figures(const LinguisticFeaturesResult& r, 
     od.x = {"head", {}, 0};
     od.map = Colormap::coolwarm();
     od.vmin.reset();
-    od.value_label = "change in received attention / length";
+    od.value_label = "fine-tuned - pretrained";
     for (const char* ext : {".png", ".svg"}) write_heatmap(dir / (stem + "_difference" + ext), d, od);
   }
   const auto t = r.layer_trend();

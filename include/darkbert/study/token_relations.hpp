@@ -329,6 +329,10 @@ struct TokenRelationsResult {
   void save(const std::filesystem::path& dir) const;
   /// Reads a result written by save; errors name the file and what is wrong.
   static TokenRelationsResult load(const std::filesystem::path& dir);
+  /// Adds another run over other examples of the same task and model (a shard): every grid becomes the mean
+  /// over both sets of examples that count for it; a threshold-made diagonal set and the candidates are
+  /// recomputed.
+  void merge(const TokenRelationsResult& other);
 };
 
 namespace detail {
@@ -545,6 +549,44 @@ inline TokenRelationsResult TokenRelationsResult::load(const std::filesystem::pa
   return r;
 }
 
+inline void TokenRelationsResult::merge(const TokenRelationsResult& other) {
+  require(other.task == task, "token relations: cannot merge task ", other.task, " into ", task);
+  require(other.neighbour_share.rows() == neighbour_share.rows() && other.neighbour_share.cols() == neighbour_share.cols(),
+          "token relations: cannot merge results of models of different shapes");
+  require(other.relations.size() == relations.size() && other.categories == categories && other.query == query &&
+              other.query_layer == query_layer && other.share_categories == share_categories,
+          "token relations: cannot merge results with different relations, query or categories");
+  for (std::size_t k = 0; k < relations.size(); ++k) {
+    auto& a = relations[k];
+    const auto& b = other.relations[k];
+    require(a.name == b.name && a.mass.has_value() == b.mass.has_value(), "token relations: cannot merge relation '",
+            b.name, "' into '", a.name, "'");
+    detail::merge_means(a.max, a.examples, b.max, b.examples);
+    if (a.mass) detail::merge_means(*a.mass, a.examples, *b.mass, b.examples);
+    a.examples += b.examples;
+    a.skipped += b.skipped;
+  }
+  detail::merge_means(neighbour_share, examples, other.neighbour_share, other.examples);
+  examples += other.examples;
+  for (std::size_t c = 0; c < categories.size(); ++c) {
+    detail::merge_means(query_max[c], category_examples[c], other.query_max[c], other.category_examples[c]);
+    category_examples[c] += other.category_examples[c];
+  }
+  for (std::size_t c = 0; c < share_categories.size(); ++c)
+    detail::merge_means(query_share[c], query_examples, other.query_share[c], other.query_examples);
+  query_examples += other.query_examples;
+  query_skipped += other.query_skipped;
+  if (diagonal_source.rfind("neighbour_share >= ", 0) == 0) {
+    diagonal.clear();
+    for (Index l = 0; l < neighbour_share.rows(); ++l)
+      for (Index h = 0; h < neighbour_share.cols(); ++h)
+        if (neighbour_share(l, h) >= diagonal_threshold) diagonal.push_back({l, h, neighbour_share(l, h)});
+  } else {
+    for (auto& d : diagonal) d.value = neighbour_share(d.layer, d.head);
+  }
+  for (auto& r : relations) detail::rank_relation(r, *this);
+}
+
 // ---------------------------------------------------------------- running it
 
 /// What run_token_relations measures.
@@ -689,15 +731,16 @@ inline void write_token_relation_figures(const TokenRelationsResult& r, const st
   };
   for (const auto& rel : r.relations)
     grid(rel.max, detail::relation_stem(rel.name) + "_max_" + task,
-         rel.name + ", " + r.task + " (" + std::to_string(rel.examples) + " examples)", "mean of max attention");
-  grid(r.neighbour_share, "neighbour_share_" + task, "Share on the +-1 neighbours, " + r.task,
-       "neighbour share (diagonal >= " + format_number(r.diagonal_threshold) + ")");
+         rel.name + ", " + r.task + " (" + std::to_string(rel.examples) + " examples)", "mean max attention");
+  grid(r.neighbour_share, "neighbour_share_" + task,
+       "Share on the +-1 neighbours, " + r.task + " (diagonal: >= " + format_number(r.diagonal_threshold) + ")",
+       "neighbour share");
   const auto t = r.query_layer_table();
   HeatmapOptions o;
   o.title = r.query + " attention by category, layer " + std::to_string(r.query_layer) + ", " + r.task;
   o.x = {"category", r.categories, 0};
   o.y = {"head", {}, 0};
-  o.value_label = "max weight from " + r.query + " to the category";
+  o.value_label = "max weight from " + r.query;
   Matrix<double> v(t.rows(), t.cols());
   for (Index i = 0; i < t.rows(); ++i)
     for (Index c = 0; c < t.cols(); ++c) v(i, c) = t(i, c);
@@ -728,7 +771,7 @@ inline void write_cls_category_figure(const std::vector<TokenRelationsResult>& r
   o.title = first.query + " attention by category, layer " + std::to_string(first.query_layer) + " (mean over heads)";
   o.x = {"category", first.categories, 0};
   o.y = {"task", tasks, 0};
-  o.value_label = "max weight from " + first.query + " to the category";
+  o.value_label = "max weight from " + first.query;
   Matrix<double> v(t.rows(), t.cols());
   for (Index i = 0; i < t.rows(); ++i)
     for (Index c = 0; c < t.cols(); ++c) v(i, c) = t(i, c);
