@@ -3,6 +3,7 @@
 // default model, and broken model files.
 #include <doctest/doctest.h>
 
+#include <chrono>      // std::chrono::steady_clock (the limits keep huge inputs fast)
 #include <filesystem>  // std::filesystem
 #include <fstream>     // std::ofstream
 #include <sstream>     // std::ostringstream, std::istringstream
@@ -170,4 +171,126 @@ TEST_CASE("broken model files: errors name the file and line") {
   CHECK(bad.find("m.txt:" + std::to_string(line) + ":") != std::string::npos);
   CHECK(message_of([] { darkbert::Annotator::load(fs::path("/nonexistent/model.txt")); }).find("/nonexistent/model.txt") !=
         std::string::npos);
+}
+
+TEST_CASE("huge counts in a model file are named errors, never an allocation the file asks for") {
+  const auto text = saved(darkbert::test::small_annotator());
+  auto load = [](const std::string& t) {
+    std::istringstream in(t);
+    return darkbert::Annotator::load(in, "m.txt");
+  };
+  auto line_of = [](const std::string& t, std::size_t pos) {
+    std::size_t line = 1;
+    for (std::size_t i = 0; i < pos; ++i) line += t[i] == '\n';
+    return line;
+  };
+  // The lexicon count: checked against Annotator::max_lexicon_entries before any line is read.
+  std::string lexicon = text;
+  const auto lex = lexicon.find("\nlexicon ") + 1;
+  lexicon.replace(lex, lexicon.find('\n', lex) - lex, "lexicon 18446744073709551615");
+  const auto lex_msg = message_of([&] { load(lexicon); });
+  CHECK(lex_msg.find("m.txt:3: lexicon count 18446744073709551615 exceeds the limit of 16777216") != std::string::npos);
+  CHECK(lex_msg.find("max_lexicon_entries") != std::string::npos);
+
+  // A perceptron's feature count: this used to end in std::bad_alloc (count x classes floats up front).
+  const auto features = text.find("\nfeatures ") + 1;
+  const auto features_end = text.find('\n', features);
+  for (const char* count : {"18446744073709551615", "4000000000"}) {
+    CAPTURE(count);
+    std::string huge = text;
+    huge.replace(features, features_end - features, std::string("features ") + count);
+    const auto msg = message_of([&] { load(huge); });
+    CHECK(msg.find("m.txt:" + std::to_string(line_of(huge, features)) + ": feature count " + count +
+                   " exceeds the limit of 67108864 (AveragedPerceptron::max_features)") != std::string::npos);
+  }
+  // Under the limit but larger than the file: nothing is reserved from it, reading stops at the first line
+  // that is not a feature (the next section's header).
+  std::string longer = text;
+  longer.replace(features, features_end - features, "features 60000000");
+  const auto longer_msg = message_of([&] { load(longer); });
+  CHECK(longer_msg.rfind("m.txt:", 0) == 0);
+  CHECK((longer_msg.find("expected '<feature>") != std::string::npos ||
+         longer_msg.find("bad weight entry") != std::string::npos ||
+         longer_msg.find("unexpected end of file") != std::string::npos));
+}
+
+TEST_CASE("a 50 MB one-sentence CoNLL-U file and 50 MB texts: refused by a named limit, fast") {
+  using clock = std::chrono::steady_clock;
+  const auto dir = darkbert::test::scratch_dir("data_annotator_huge");
+  const auto file = dir / "huge.conllu";
+  {
+    std::ofstream out(file, std::ios::binary);
+    out << "# text = one very long sentence\n";
+    std::size_t bytes = 0;
+    for (std::size_t id = 1; bytes < 50'000'000; ++id) {
+      const std::string line = std::to_string(id) + "\tword\t_\tNOUN\t_\t_\t0\troot\t_\t_\n";
+      out << line;
+      bytes += line.size();
+    }
+  }
+  REQUIRE(fs::file_size(file) >= 50'000'000);
+  auto start = clock::now();
+  const auto msg = message_of([&] { darkbert::read_conllu(file); });
+  // Word 10,001 is on line 10,002 (after the comment).
+  CHECK(msg.find(file.string() + ":10002: the sentence starting at line 1 has more than 10000 word lines") !=
+        std::string::npos);
+  CHECK(msg.find("max_conllu_sentence_lines") != std::string::npos);
+  CHECK(std::chrono::duration<double>(clock::now() - start).count() < 10);
+
+  // The annotator itself refuses such a sentence, however it was built.
+  const auto& a = darkbert::test::small_annotator();
+  darkbert::ConlluSentence sentence;
+  sentence.line = 7;
+  sentence.sent_id = "big";
+  sentence.words.resize(darkbert::max_sentence_words + 1);
+  for (std::size_t i = 0; i < sentence.words.size(); ++i) {
+    sentence.words[i].id = static_cast<int>(i) + 1;
+    sentence.words[i].form = "word";
+  }
+  CHECK(message_of([&] { a.annotate_conllu(sentence); }) ==
+        "Annotator: the sentence at line 7 (sent_id big) has 10001 words, more than the limit of 10000 "
+        "(darkbert::max_sentence_words)");
+  std::vector<std::string> forms(darkbert::max_sentence_words + 1, "word");
+  CHECK(message_of([&] { a.predict(forms); }).find("a sentence of 10001 words exceeds the limit of 10000") !=
+        std::string::npos);
+
+  // Raw text: 50 MB of words, of opening brackets (peeled one at a time), of alternating trailing marks
+  // (each once an O(n) abbreviation test): all stop at the word limit instead of running for minutes.
+  const std::size_t big = 50'000'000;
+  std::string words;
+  words.reserve(big);
+  while (words.size() < big) words += "word ";
+  std::string brackets(big, '(');
+  std::string marks = "x";
+  marks.reserve(big);
+  while (marks.size() < big) marks += ".,";
+  for (const std::string* text : {&words, &brackets, &marks}) {
+    start = clock::now();
+    const auto m = message_of([&] { a.annotate(*text); });
+    CHECK(m.find("tokenize_words: the text (") != std::string::npos);
+    CHECK(m.find("has more than 10000 words (limit darkbert::max_sentence_words)") != std::string::npos);
+    CHECK(std::chrono::duration<double>(clock::now() - start).count() < 10);
+  }
+  // At the limit is fine; one more word is refused.
+  std::string at_limit;
+  for (std::size_t i = 0; i < darkbert::max_sentence_words; ++i) at_limit += "a ";
+  CHECK(darkbert::tokenize_words(at_limit).size() == darkbert::max_sentence_words);
+  CHECK(message_of([&] { darkbert::tokenize_words(at_limit + "b"); }).find("more than 10000 words") !=
+        std::string::npos);
+
+  // One huge word is annotated in linear time: the tagger's features see its first and last 128 bytes.
+  const std::string huge_word(4'000'000, 'a');
+  start = clock::now();
+  const auto annotated = a.annotate(huge_word + " sleeps .");
+  CHECK(std::chrono::duration<double>(clock::now() - start).count() < 10);
+  REQUIRE(annotated.size() == 3);
+  CHECK(annotated[0].form.size() == huge_word.size());
+  const std::string clipped(256, 'a');
+  CHECK(a.predict({huge_word, "sleeps", "."}).upos == a.predict({clipped, "sleeps", "."}).upos);
+  // Clipping keeps whole UTF-8 characters.
+  std::string accents;
+  for (int i = 0; i < 200; ++i) accents += "\xC3\xA9";  // é x 200 = 400 bytes
+  const auto cut = darkbert::detail::clip_word(accents, 255);
+  CHECK(cut.size() == 252);
+  CHECK(cut == accents.substr(0, 252));
 }

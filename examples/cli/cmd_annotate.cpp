@@ -81,12 +81,13 @@ inline std::vector<ConlluSentence> sentences_from_text(const std::string& file) 
     ++line_no;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     // CoNLL-U is UTF-8; a line that is not would be copied into # text and FORM as it is.
+    std::vector<Word> words;
     try {
       unicode::decode_utf8(line);
+      words = tokenize_words(line);  // refuses a line of more than max_sentence_words words
     } catch (const error& e) {
       fail(file, ":", line_no, ": ", e.what());
     }
-    const auto words = tokenize_words(line);
     if (words.empty()) continue;
     ConlluSentence s;
     s.line = line_no;

@@ -53,6 +53,21 @@
 
 namespace darkbert {
 
+namespace detail {
+
+/// `word` itself when at most `limit` bytes long, else its first and last limit/2 bytes (cut at UTF-8
+/// character boundaries), which keeps the prefixes and suffixes the tagger's features read.
+inline std::string clip_word(const std::string& word, std::size_t limit) {
+  if (word.size() <= limit) return word;
+  auto continuation = [&](std::size_t i) { return (static_cast<unsigned char>(word[i]) & 0xC0) == 0x80; };
+  std::size_t head = limit / 2, tail = word.size() - limit / 2;
+  while (head > 0 && continuation(head)) --head;
+  while (tail < word.size() && continuation(tail)) ++tail;
+  return word.substr(0, head) + word.substr(tail);
+}
+
+}  // namespace detail
+
 /// The word-level features the paper's §3.4 measures attention to.
 enum class LinguisticFeature { noun, verb, pronoun, subject, object, negation };
 
@@ -162,12 +177,29 @@ class Annotator {
     std::vector<std::string> upos, roles;
     /// @}
   };
-  /// Labels pre-split words.
+  /// The longest word form the tagger's features see: longer words (never natural words: UD EWT's longest is
+  /// a 140-byte URL) are cut to their first and last max_feature_word_bytes / 2 bytes, so prefix and suffix
+  /// features keep their values and one huge word cannot cost time or memory in every feature string.
+  static constexpr std::size_t max_feature_word_bytes = 256;
+
+  /// Labels pre-split words. A sentence of more than darkbert::max_sentence_words words is refused by name.
   Prediction predict(const std::vector<std::string>& words) const {
     Prediction p;
     if (words.empty()) return p;
-    p.upos = tagger_.tag(words);
-    p.roles = labeller_.label(words, p.upos);
+    require(words.size() <= max_sentence_words, "Annotator: a sentence of ", words.size(),
+            " words exceeds the limit of ", max_sentence_words, " (darkbert::max_sentence_words)");
+    bool long_word = false;
+    for (const auto& w : words) long_word = long_word || w.size() > max_feature_word_bytes;
+    if (!long_word) {
+      p.upos = tagger_.tag(words);
+      p.roles = labeller_.label(words, p.upos);
+      return p;
+    }
+    std::vector<std::string> clipped;
+    clipped.reserve(words.size());
+    for (const auto& w : words) clipped.push_back(detail::clip_word(w, max_feature_word_bytes));
+    p.upos = tagger_.tag(clipped);
+    p.roles = labeller_.label(clipped, p.upos);
     return p;
   }
 
@@ -193,6 +225,11 @@ class Annotator {
   /// A copy of a CoNLL-U sentence with UPOS set to the prediction and DEPREL set to the predicted class
   /// (nsubj, nsubj:pass, obj, else "_"); every other column, comment, multi-word token and empty node is kept.
   ConlluSentence annotate_conllu(const ConlluSentence& sentence) const {
+    if (sentence.words.size() > max_sentence_words)
+      fail("Annotator: the sentence at line ", sentence.line,
+           sentence.sent_id.empty() ? std::string() : " (sent_id " + sentence.sent_id + ")", " has ",
+           sentence.words.size(), " words, more than the limit of ", max_sentence_words,
+           " (darkbert::max_sentence_words)");
     std::vector<std::string> forms;
     for (const auto& w : sentence.words) forms.push_back(w.form);
     const auto p = predict(forms);
@@ -231,6 +268,11 @@ class Annotator {
     write_file_atomically(file, text.view());
   }
 
+  /// The most lexicon entries a model file may declare (UD EWT train has about 20,000 distinct words). Counts
+  /// are checked before anything is read; the perceptron sections have their own bound
+  /// (AveragedPerceptron::max_features), and neither count is trusted for an allocation.
+  static constexpr std::size_t max_lexicon_entries = std::size_t{1} << 24;
+
   /// Reads a model written by save; `name` is used in error messages.
   static Annotator load(std::istream& in, const std::string& name) {
     detail::LineReader r(in, name);
@@ -244,6 +286,9 @@ class Annotator {
     auto lex_line = detail::split(r.next("'lexicon <N>'"), ' ');
     std::size_t n = 0;
     if (lex_line.size() != 2 || lex_line[0] != "lexicon" || !parse_count(lex_line[1], n)) r.error("expected 'lexicon <N>'");
+    if (n > max_lexicon_entries)
+      r.error("lexicon count ", n, " exceeds the limit of ", max_lexicon_entries,
+              " (Annotator::max_lexicon_entries); the model file is corrupt");
     TagLexicon lexicon;
     std::string word;
     for (std::size_t k = 0; k < n; ++k) {

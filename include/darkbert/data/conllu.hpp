@@ -11,7 +11,7 @@
 /// @endcode
 ///
 /// Errors name the file and line: wrong column count, bad ID/HEAD, ids out of order, a multi-word range
-/// that does not fit, a comment inside a sentence.
+/// that does not fit, a comment inside a sentence, a sentence longer than max_conllu_sentence_lines.
 
 #include <charconv>     // std::from_chars
 #include <cstddef>      // std::size_t
@@ -29,6 +29,12 @@
 #include "darkbert/core/error.hpp"
 
 namespace darkbert {
+
+/// The most word lines (words, multi-word tokens and empty nodes) one CoNLL-U sentence may have. The longest
+/// sentences of the UD treebanks have a few hundred words; a file whose "sentence" runs past this bound
+/// (e.g. a 50 MB file without blank lines) is refused at the line that crosses it, before it costs memory
+/// or annotation time.
+inline constexpr std::size_t max_conllu_sentence_lines = 10000;
 
 namespace detail {
 
@@ -216,6 +222,11 @@ class ConlluParser {
       }
       return;
     }
+    if (current_.words.size() + current_.multiword_tokens.size() + current_.empty_nodes.size() >=
+        max_conllu_sentence_lines)
+      fail(name_, ":", line_no_, ": the sentence starting at line ", current_.line, " has more than ",
+           max_conllu_sentence_lines, " word lines (limit darkbert::max_conllu_sentence_lines); sentences are "
+           "separated by blank lines");
     auto cols = split_tabs(text);
     if (cols.size() != 10)
       fail(name_, ":", line_no_, ": expected 10 tab-separated columns, got ", cols.size());

@@ -59,11 +59,21 @@ struct FrameInfo {
   int id = 0;  ///<  FrameNet's ID
   std::string name;  ///<  e.g. "Birth_scenario"
   std::vector<FrameElementInfo> elements;  ///<  every element of the frame
+  /// The frame's `<FEcoreSet>` groups (element names): core elements of which one suffices, e.g. Stimulus or
+  /// Topic in Emotion_directed. Many frames have none. NLTK calls them `FEcoreSets`.
+  std::vector<std::vector<std::string>> core_sets;
   /// The element named `fe_name`, or null.
   const FrameElementInfo* element(std::string_view fe_name) const {
     for (const auto& e : elements)
       if (e.name == fe_name) return &e;
     return nullptr;
+  }
+  /// Whether `fe_name` belongs to one of the frame's core sets.
+  bool in_core_set(std::string_view fe_name) const {
+    for (const auto& set : core_sets)
+      for (const auto& n : set)
+        if (n == fe_name) return true;
+    return false;
   }
 };
 
@@ -182,6 +192,11 @@ inline FrameInfo read_frame_file(const std::filesystem::path& file) {
     if (!fe.attribute("coreType")) fail(xml.where(fe), ": <FE name=\"", e.name, "\"> has no coreType attribute");
     e.core_type = detail::parse_core_type(fe.attribute("coreType").value());
     frame.elements.push_back(std::move(e));
+  }
+  for (auto set : root.children("FEcoreSet")) {
+    std::vector<std::string> members;
+    for (auto m : set.children("memberFE")) members.emplace_back(m.attribute("name").value());
+    if (!members.empty()) frame.core_sets.push_back(std::move(members));
   }
   return frame;
 }

@@ -250,6 +250,10 @@ class AveragedPerceptron {
     }
   }
 
+  /// The most features a model file may declare (the annotator trained on UD EWT has about a million). A
+  /// larger count is refused by name instead of being trusted for an allocation.
+  static constexpr std::size_t max_features = std::size_t{1} << 26;
+
   /// Reads a model written by save.
   static AveragedPerceptron load(detail::LineReader& in) {
     auto header = in.next("'perceptron 1'");
@@ -264,12 +268,15 @@ class AveragedPerceptron {
     std::size_t n = 0;
     if (features_line.size() != 2 || features_line[0] != "features" || !parse_size(features_line[1], n))
       in.error("expected 'features <F>'");
-    p.names_.reserve(n);
-    p.weights_.assign(n * c, 0.0f);
-    p.ids_.reserve(n);
+    if (n > max_features)
+      in.error("feature count ", n, " exceeds the limit of ", max_features,
+               " (AveragedPerceptron::max_features); the model file is corrupt");
+    // Nothing is reserved from the count: storage grows with the feature lines actually read, so a count
+    // larger than the file costs no memory and ends at the first line that is not a feature.
     std::string name;
     for (std::size_t f = 0; f < n; ++f) {
       auto line = in.next("a feature line");
+      p.weights_.resize((f + 1) * c, 0.0f);
       const auto tab = line.find('\t');
       if (tab == std::string_view::npos) in.error("expected '<feature>\\t<class>:<weight> ...'");
       if (!detail::unescape_feature(line.substr(0, tab), name)) in.error("bad escape in feature name");

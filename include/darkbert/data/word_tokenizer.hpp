@@ -23,6 +23,10 @@
 ///     digits (555-1234, 1/2, 1,000, 10:30); -- and longer dash runs stay one word.
 /// Periods inside a word (U.S, 2.5, example.com) and & (AT&T) stay. Limitations: no sentence splitting, no
 /// special handling of hashtags, and a listed abbreviation that ends a sentence keeps its period.
+///
+/// Work is linear in the text: the whole-chunk tests of rule 1 run only on chunks of at most
+/// max_protected_bytes (longer ones are split by the punctuation rules alone), and a text that would give
+/// more than max_sentence_words words is refused as soon as the tokenizer gets there.
 
 #include <array>        // std::array
 #include <cstddef>      // std::size_t
@@ -32,9 +36,21 @@
 #include <utility>      // std::pair
 #include <vector>       // std::vector
 
+#include "darkbert/core/error.hpp"          // darkbert::fail (the word limit)
 #include "darkbert/tokenizer/encoding.hpp"
 
 namespace darkbert {
+
+/// The most words tokenize_words returns for one text, and the most words the annotator labels in one
+/// sentence (data/annotator.hpp). UD English EWT's longest sentence has 159 words and GLUE's longest texts a
+/// few hundred; a longer "sentence" is refused with an error naming this limit, before the work it would
+/// cost (the tagger builds about 40 feature strings per word).
+inline constexpr std::size_t max_sentence_words = 10000;
+
+/// The longest whitespace-separated chunk that rule 1 (URL, e-mail, number, abbreviation, clitic) is tried
+/// on. Those tests read the whole chunk, and the punctuation rules peel a chunk one character at a time, so
+/// without this bound a chunk of n punctuation marks would cost O(n^2).
+inline constexpr std::size_t max_protected_bytes = 4096;
 
 /// A word of the annotator's tokenizer and where it is in the input.
 struct Word {
@@ -136,15 +152,26 @@ inline bool is_clitic(std::string_view w) {
 }
 
 inline bool is_protected(std::string_view w) {
+  if (w.size() > max_protected_bytes) return false;  // keeps the peeling loop linear (see max_protected_bytes)
   return is_url_or_email(w) || is_emoticon(w) || is_number(w) || is_abbreviation(w) || is_clitic(w);
 }
 
 class WordSplitter {
  public:
-  WordSplitter(std::string_view text, std::vector<Word>& out) : text_(text), out_(out) {}
+  WordSplitter(std::string_view text, std::vector<Word>& out, std::size_t max_words)
+      : text_(text), out_(out), max_words_(max_words) {}
 
   void emit(std::size_t b, std::size_t e) {
-    if (b < e) out_.push_back({std::string(text_.substr(b, e - b)), {b, e}});
+    if (b >= e) return;
+    check_count(0);
+    out_.push_back({std::string(text_.substr(b, e - b)), {b, e}});
+  }
+
+  /// Refuses the text once it has more words than allowed (`pending` words are waiting to be emitted).
+  void check_count(std::size_t pending) const {
+    if (out_.size() + pending >= max_words_)
+      fail("tokenize_words: the text (", text_.size(), " bytes) has more than ", max_words_,
+           " words (limit darkbert::max_sentence_words); annotate it sentence by sentence");
   }
 
   void chunk(std::size_t b, std::size_t e) {
@@ -154,6 +181,7 @@ class WordSplitter {
       if (is_protected(w)) {
         // A URL or address followed by sentence punctuation: "see www.x.org," -> www.x.org ,
         if (w.size() > 1 && is_url_or_email(w) && std::string_view(",.;:!?)]}\"'").find(w.back()) != std::string_view::npos) {
+          check_count(suffixes.size());
           suffixes.push_back({e - 1, e});
           --e;
           continue;
@@ -175,7 +203,8 @@ class WordSplitter {
           std::size_t k = w.size();
           while (k > 0 && (w[k - 1] == '.' || w[k - 1] == '!' || w[k - 1] == '?')) --k;
           if (k == 0) break;  // the whole chunk is a punctuation run
-          if (w.size() - k == 1 && last == '.' && is_abbreviation(w)) break;
+          if (w.size() - k == 1 && last == '.' && w.size() <= max_protected_bytes && is_abbreviation(w)) break;
+          check_count(suffixes.size());
           suffixes.push_back({b + k, e});
           e = b + k;
           continue;
@@ -185,6 +214,7 @@ class WordSplitter {
         if (w.size() > last_len &&
             one_of(lastc, {",", ";", ":", "%", ")", "]", "}", ">", "\"", "'", "”", "’", "»", "*", "…"})) {
           // keep the apostrophe of a clitic-free possessive? EWT splits it: parents' = parents '
+          check_count(suffixes.size());
           suffixes.push_back({e - last_len, e});
           e -= last_len;
           continue;
@@ -292,6 +322,7 @@ class WordSplitter {
 
   std::string_view text_;
   std::vector<Word>& out_;
+  std::size_t max_words_;
 };
 
 inline bool is_space_at(std::string_view text, std::size_t i, std::size_t& len) {
@@ -320,10 +351,11 @@ inline bool is_space_at(std::string_view text, std::size_t i, std::size_t& len) 
 
 }  // namespace detail
 
-/// Splits `text` into words with byte spans (see the rules at the top of this header).
-inline std::vector<Word> tokenize_words(std::string_view text) {
+/// Splits `text` into words with byte spans (see the rules at the top of this header). A text with more than
+/// `max_words` words is refused (darkbert::error naming the limit) as soon as the count passes it.
+inline std::vector<Word> tokenize_words(std::string_view text, std::size_t max_words = max_sentence_words) {
   std::vector<Word> words;
-  detail::WordSplitter splitter(text, words);
+  detail::WordSplitter splitter(text, words, max_words);
   std::size_t i = 0;
   while (i < text.size()) {
     std::size_t len = 0;
