@@ -5,8 +5,10 @@
 // with no ablation, with each head disabled, and with each layer disabled, on the task's evaluation
 // split from the data root. Prints the baseline, the score of every head and layer ablation and the wall
 // time of the prefix-cached sweep; with --naive also runs the naive sweep and prints the ratio. With
-// --out, writes head_scores / layer_scores as CSV, JSON and .npy, summary.json, and a heatmap of the
-// change against the baseline (head_scores_delta.png).
+// --out, writes head_scores / layer_scores as CSV, JSON and .npy, summary.json (= disable_heads.json), and
+// a heatmap of the change against the baseline (head_scores_delta.png and .svg). The sweep and its result
+// are study/disable_heads.hpp's, the code of the §3.6 example and `darkbert reproduce`; this command
+// keeps its own data slice (the first N evaluation rows).
 
 #include <CLI/CLI.hpp>
 
@@ -18,13 +20,10 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
-#include "darkbert/analysis/ablation_sweep.hpp"
-#include "darkbert/analysis/results.hpp"
-#include "darkbert/analysis/predictions.hpp"
 #include "darkbert/core/atomic_file.hpp"
 #include "darkbert/data/glue.hpp"
+#include "darkbert/study/disable_heads.hpp"
 #include "darkbert/train/labelled_texts.hpp"
-#include "darkbert/viz/heatmap.hpp"
 
 namespace darkbert::cli {
 
@@ -37,37 +36,16 @@ struct SweepOptions {
   bool naive = false, quiet = false;
 };
 
-inline void print_sweep(const SweepResult& r, const std::string& metric) {
-  std::printf("baseline %s = %.4f\nhead ablations (rows = layers, columns = heads):\n", metric.c_str(), r.baseline);
-  for (Index l = 0; l < r.head_scores.rows(); ++l) {
+inline void print_sweep(const study::DisableHeadsResult& r) {
+  std::printf("baseline %s = %.4f\nhead ablations (rows = layers, columns = heads):\n", r.metric.c_str(), r.baseline);
+  for (Index l = 0; l < r.layers(); ++l) {
     std::printf("  layer %2ld:", static_cast<long>(l));
-    for (Index h = 0; h < r.head_scores.cols(); ++h) std::printf(" %.4f", r.head_scores(l, h));
+    for (Index h = 0; h < r.heads(); ++h) std::printf(" %.4f", r.head_scores(l, h));
     std::printf("\n");
   }
   std::printf("layer ablations:");
-  for (double s : r.layer_scores) std::printf(" %.4f", s);
+  for (Index l = 0; l < r.layers(); ++l) std::printf(" %.4f", r.layer_scores(l, 0));
   std::printf("\n");
-}
-
-inline void write_sweep(const SweepOptions& o, const SweepResult& r, const std::string& metric,
-                        const nlohmann::json& summary) {
-  std::filesystem::create_directories(o.out);
-  const Index layers = r.head_scores.rows(), heads = r.head_scores.cols();
-  auto head_table = make_head_matrix<double>("head_scores", layers, heads);
-  for (Index l = 0; l < layers; ++l)
-    for (Index h = 0; h < heads; ++h) head_table(l, h) = r.head_scores(l, h);
-  write_table(head_table, o.out);
-  auto layer_table = make_table<double>("layer_scores", "layer", darkbert::detail::index_names(layers), "metric", {metric});
-  for (Index l = 0; l < layers; ++l) layer_table(l, 0) = r.layer_scores[static_cast<std::size_t>(l)];
-  write_table(layer_table, o.out);
-  HeatmapOptions figure;
-  figure.title = "Change in " + metric + " when one head is disabled (" + o.policy + ")";
-  figure.x = {"head", {}, 0};
-  figure.y = {"layer", {}, 0};
-  figure.value_label = metric + " - baseline";
-  figure.map = Colormap::coolwarm();
-  write_heatmap(o.out / "head_scores_delta.png", r.head_scores.array() - r.baseline, figure);
-  write_file_atomically(o.out / "summary.json", summary.dump(2) + "\n");
 }
 
 inline void run_sweep_command(const SweepOptions& o) {
@@ -75,51 +53,37 @@ inline void run_sweep_command(const SweepOptions& o) {
   const auto tokenizer = Tokenizer::from_directory(o.tokenizer.empty() ? o.model : o.tokenizer);
   const GlueTask task = parse_glue_task(o.task);
   const auto& info = glue_task_info(task);
-  const auto& classifier = model.params().task_heads.classifier;
-  if (!classifier) fail(o.model.string(), ": the model has no sequence classification head; sweep needs a fine-tuned classifier");
-  const Index outputs = classifier->out.out();
-  const Index expected = info.regression ? 1 : static_cast<Index>(info.labels.size());
-  if (outputs != expected)
-    fail(o.model.string(), ": the classifier has ", outputs, " outputs but ", info.name, " needs ", expected,
-         info.regression ? " (regression)" : " labels");
+  study::require_task_classifier(model, task, o.model.string());
   const auto data = load_glue_finetune(DataRoot::from_environment(), task, {.max_eval = o.max_examples});
   const auto texts = encode_glue(tokenizer, data.eval, task, o.max_length);
-  const auto batches = sequential_batches(texts, o.batch_size, tokenizer.pad_id(), token_types_for(model.config()));
+  const std::size_t batches = (texts.size() + o.batch_size - 1) / o.batch_size;
   const std::string provenance = data.provenance + "; evaluated on " + data.eval.split + " (" +
                                  std::to_string(texts.size()) + " rows)";
   const std::string metric(to_string(info.metrics.front()));
   std::printf("%s: %s\nmodel %s (%d layers x %d heads), %zu examples in %zu batches, metric %s, policy %s\n",
               std::string(info.name).c_str(), provenance.c_str(), o.model.string().c_str(), model.config().num_layers,
-              model.config().num_heads, texts.size(), batches.size(), metric.c_str(), o.policy.c_str());
+              model.config().num_heads, texts.size(), batches, metric.c_str(), o.policy.c_str());
 
-  AblationSweep<float> sweep(model, batches, texts.labels, glue_metric_function(info.metrics.front()),
-                             o.policy == "zero" ? zero_policy<float>() : uniform_policy<float>());
-  sweep.set_show_progress(!o.quiet);
-  const SweepResult cached = sweep.run();
-  print_sweep(cached, metric);
-  nlohmann::json summary = {{"task", info.name},       {"metric", metric},          {"policy", o.policy},
-                            {"examples", texts.size()}, {"data", provenance}, {"baseline", cached.baseline},
-                            {"prefix_cached_seconds", cached.seconds},
-                            {"prefix_cached_block_evaluations", cached.block_evaluations}};
-  std::printf("prefix-cached sweep: %.2f s (%ld transformer blocks)\n", cached.seconds, cached.block_evaluations);
+  const auto r = study::disable_heads(model, task, texts, tokenizer.pad_id(), provenance,
+                                      {.policy = o.policy, .batch_size = o.batch_size, .show_progress = !o.quiet,
+                                       .naive_check = o.naive, .model = o.model.string()});
+  print_sweep(r);
+  std::printf("prefix-cached sweep: %.2f s (%ld transformer blocks)\n", r.seconds, r.block_evaluations);
   if (o.naive) {
-    const SweepResult naive = sweep.run_naive();
-    const bool same = naive.head_scores == cached.head_scores && naive.layer_scores == cached.layer_scores &&
-                      naive.baseline == cached.baseline;
+    const bool same = r.naive_identical.value_or(false);
     std::printf("naive sweep:         %.2f s (%ld transformer blocks)\nspeed-up of the prefix cache: %.2fx "
                 "(work ratio %.2fx); scores %s\n",
-                naive.seconds, naive.block_evaluations, naive.seconds / cached.seconds,
-                double(naive.block_evaluations) / double(cached.block_evaluations),
-                same ? "identical" : "DIFFER (bug!)");
-    summary["naive_seconds"] = naive.seconds;
-    summary["naive_block_evaluations"] = naive.block_evaluations;
-    summary["speedup"] = naive.seconds / cached.seconds;
-    summary["naive_scores_identical"] = same;
+                *r.naive_seconds, r.naive_block_evaluations, *r.naive_seconds / r.seconds,
+                double(r.naive_block_evaluations) / double(r.block_evaluations), same ? "identical" : "DIFFER (bug!)");
     if (!same) fail("the prefix-cached and naive sweeps disagree");
   }
   if (!o.out.empty()) {
-    write_sweep(o, cached, metric, summary);
-    std::printf("wrote %s/{head_scores,layer_scores}.{csv,json,npy}, head_scores_delta.png, summary.json\n",
+    r.save(o.out);
+    study::write_head_change_figure(o.out / "head_scores_delta", r.head_change(),
+                                    "Change in " + metric + " when one head is disabled (" + o.policy + ")", metric);
+    write_file_atomically(o.out / "summary.json", r.summary().dump(2) + "\n");
+    std::printf("wrote %s/{head_scores,layer_scores}.{csv,json,npy}, head_scores_delta.{png,svg}, disable_heads.json, "
+                "summary.json\n",
                 o.out.string().c_str());
   }
 }
