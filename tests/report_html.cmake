@@ -2,6 +2,7 @@
 # (each <img>, and each SVG offered as a data-URI link) decodes, and a screenshot of the page is not blank
 # (figure colours on it). Run by CTest (tests/CMakeLists.txt) as
 #   cmake -DDEMO=<darkbert_report_demo> -DPNG_STATS=<darkbert_png_stats> -DOUT=<scratch folder> -P tests/report_html.cmake
+# or with -DREPORT=<folder> instead of -DDEMO, on a report written before (darkbert reproduce --quick).
 # Chromium is Debian's package `chromium` (.ci/install-deps installs it): without it this test fails, it
 # does not skip. It runs as the machine notes ask (root, so --no-sandbox; no network traffic of its own;
 # a new empty profile per run).
@@ -16,9 +17,13 @@ file(REMOVE_RECURSE "${OUT}")
 file(MAKE_DIRECTORY "${OUT}")
 set(report "${OUT}/report")
 
-execute_process(COMMAND "${DEMO}" --out "${report}" RESULT_VARIABLE rc OUTPUT_VARIABLE log ERROR_VARIABLE err)
-if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "darkbert_report_demo failed (exit ${rc}):\n${log}${err}")
+if(DEFINED REPORT)  # a report folder written before (e.g. by darkbert reproduce --quick)
+  set(report "${REPORT}")
+else()
+  execute_process(COMMAND "${DEMO}" --out "${report}" RESULT_VARIABLE rc OUTPUT_VARIABLE log ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "darkbert_report_demo failed (exit ${rc}):\n${log}${err}")
+  endif()
 endif()
 
 # How many figure files the report names (summary.json "files"): each is shown as an <img> or offered as

@@ -1,0 +1,64 @@
+# `darkbert reproduce --quick --check`: the whole study on tiny sizes (a seconds-long model, every available
+# task, two fine-tuning seeds), then the folder's own check (every file parses, every figure decodes, every
+# number of report.md is in summary.json). A second run must find every unit done and compute nothing.
+# tests/CMakeLists.txt opens the report in headless Chromium afterwards (report_html_reproduce).
+file(REMOVE_RECURSE "${OUT}")
+set(study "${OUT}/study")
+set(tasks "")
+if(SANITIZED)
+  set(tasks --tasks MRPC,SST-2)  # the sanitizers' -O1 build: two tasks (a pair and a single-sentence task)
+endif()
+string(TIMESTAMP started "%s")
+execute_process(COMMAND ${CMAKE_COMMAND} -E env "DARKBERT_DATA=${SHARED}/data" "DARKBERT_CACHE=${OUT}/cache"
+                "${CLI}" reproduce --quick --quiet --seeds 2 ${tasks} --out "${study}" --check
+                RESULT_VARIABLE rc OUTPUT_VARIABLE log ERROR_VARIABLE err)
+string(TIMESTAMP finished "%s")
+math(EXPR seconds "${finished} - ${started}")
+message(STATUS "${log}reproduce --quick: ${seconds} s")
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "darkbert reproduce --quick failed (exit ${rc}):\n${log}\n${err}")
+endif()
+if(NOT log MATCHES "check: every file parses")
+  message(FATAL_ERROR "reproduce --check did not report:\n${log}")
+endif()
+foreach(f report.md report.html summary.json table1/runs.csv table1/table.md results/figure2_rules.png
+          results/figure2_cnn.svg results/framenet/framenet_max_attention.png units/study.json)
+  if(NOT EXISTS "${study}/${f}")
+    message(FATAL_ERROR "reproduce --quick did not write ${f}")
+  endif()
+endforeach()
+file(READ "${study}/report.md" report)
+foreach(section "Table 1" "§3.1" "§3.2" "§3.3" "§3.4" "§3.5" "§3.6")
+  string(FIND "${report}" "${section}" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "report.md has no section ${section}")
+  endif()
+endforeach()
+if(NOT report MATCHES "QQP is absent" OR NOT report MATCHES "MNLI is absent")
+  if(NOT SANITIZED)
+    message(FATAL_ERROR "report.md does not name the absent tasks QQP and MNLI")
+  endif()
+endif()
+# Resumed: nothing left to compute, the same numbers.
+file(READ "${study}/summary.json" first_summary)
+execute_process(COMMAND ${CMAKE_COMMAND} -E env "DARKBERT_DATA=${SHARED}/data" "DARKBERT_CACHE=${OUT}/cache"
+                "${CLI}" reproduce --quick --quiet --seeds 2 ${tasks} --out "${study}"
+                RESULT_VARIABLE rc OUTPUT_VARIABLE log ERROR_VARIABLE err)
+if(NOT rc EQUAL 0 OR NOT log MATCHES "units: 0 computed now")
+  message(FATAL_ERROR "a second reproduce into the same folder did not resume (exit ${rc}):\n${log}\n${err}")
+endif()
+file(READ "${study}/summary.json" second_summary)
+string(JSON first_numbers GET "${first_summary}" numbers)
+string(JSON second_numbers GET "${second_summary}" numbers)
+string(REGEX REPLACE "\"(unit_seconds|units_ran|units_resumed)\": [0-9.e+-]+" "" first_numbers "${first_numbers}")
+string(REGEX REPLACE "\"(unit_seconds|units_ran|units_resumed)\": [0-9.e+-]+" "" second_numbers "${second_numbers}")
+if(NOT first_numbers STREQUAL second_numbers)
+  message(FATAL_ERROR "the resumed report states other numbers than the first")
+endif()
+# Another setting into the same folder is refused by name.
+execute_process(COMMAND ${CMAKE_COMMAND} -E env "DARKBERT_DATA=${SHARED}/data" "DARKBERT_CACHE=${OUT}/cache"
+                "${CLI}" reproduce --quick --quiet --seeds 3 ${tasks} --out "${study}"
+                RESULT_VARIABLE rc OUTPUT_VARIABLE log ERROR_VARIABLE err)
+if(rc EQUAL 0 OR NOT err MATCHES "other settings \\(seeds\\)")
+  message(FATAL_ERROR "reproduce with other seeds into the same folder was not refused:\n${log}\n${err}")
+endif()
