@@ -4,12 +4,11 @@
 // file (and line) named; block is never predicted for a one-segment input; scores and kappa by hand.
 #include <doctest/doctest.h>
 
-#include <chrono>      // std::chrono::steady_clock
-#include <cmath>       // std::abs
-#include <filesystem>  // std::filesystem::path
-#include <string>      // std::string
-#include <vector>      // std::vector
-
+#include <chrono>               // std::chrono::steady_clock
+#include <cmath>                // std::abs
+#include <filesystem>           // std::filesystem::path
+#include <string>               // std::string
+#include <vector>               // std::vector
 #include <xtensor/xtensor.hpp>  // xt::xtensor
 
 #include "darkbert/io/npy.hpp"
@@ -46,7 +45,7 @@ const Trained& trained() {
 
 TEST_CASE("area resampling: down by averaging over fractional overlaps, up in blocks") {
   // 4 x 4 -> 2 x 2: the mean of each 2 x 2 block.
-  const std::vector<double> m4 = {1, 2, 3, 4,  5, 6, 7, 8,  9, 10, 11, 12,  13, 14, 15, 16};
+  const std::vector<double> m4 = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
   const auto r = study::resample_attention_map(m4.data(), 4, 4, 2);
   CHECK(r == std::vector<float>{3.5f, 5.5f, 11.5f, 13.5f});
   // 3 x 3 identity -> 2 x 2: pixel 0 covers token 0 and half of token 1, weights (2/3, 1/3, 0).
@@ -107,7 +106,8 @@ TEST_CASE("save and load give the same network") {
   CHECK(back.scheme() == t.cnn.scheme());
   CHECK(back.training_loss() == t.cnn.training_loss());
   CHECK(back.logits(t.set.held_out.pixels.data(), 7) == t.cnn.logits(t.set.held_out.pixels.data(), 7));
-  darkbert::write_file_atomically(dir / "cnn" / "cnn_weights.npy", darkbert::npy_bytes(xt::xtensor<float, 1>({1.0f, 2.0f})));
+  darkbert::write_file_atomically(dir / "cnn" / "cnn_weights.npy",
+                                  darkbert::npy_bytes(xt::xtensor<float, 1>({1.0f, 2.0f})));
   CHECK(message_of([&] { study::PatternCnn::load(dir / "cnn"); }).find("cnn_weights.npy: 2 weights, the network of") !=
         std::string::npos);
 }
@@ -128,7 +128,8 @@ TEST_CASE("a labelled-map folder round-trips and splits per class") {
   const auto back = study::read_labelled_maps(dir / "set", study::paper_pattern_scheme(), 32);
   REQUIRE(back.count() == images.count() - 1);
   CHECK(back.labels[3] == images.labels[4]);
-  for (std::size_t k = 0; k < 32 * 32; ++k) CHECK(back.image(3)[k] == doctest::Approx(images.image(4)[k]).epsilon(1e-6));
+  for (std::size_t k = 0; k < 32 * 32; ++k)
+    CHECK(back.image(3)[k] == doctest::Approx(images.image(4)[k]).epsilon(1e-6));
   // Resampled when the folder's size differs from the CNN's.
   CHECK(study::read_labelled_maps(dir / "set", study::paper_pattern_scheme(), 16).size == 16);
 
@@ -144,7 +145,9 @@ TEST_CASE("a labelled-map folder round-trips and splits per class") {
 TEST_CASE("a bad labelled folder is refused, naming the file and line") {
   const auto dir = scratch_dir("pattern_cnn_bad");
   const auto scheme = study::paper_pattern_scheme();
-  auto read = [&](const std::filesystem::path& d) { return message_of([&] { study::read_labelled_maps(d, scheme, 32); }); };
+  auto read = [&](const std::filesystem::path& d) {
+    return message_of([&] { study::read_labelled_maps(d, scheme, 32); });
+  };
   auto maps = [](std::vector<std::size_t> shape) {
     xt::xarray<float> a = xt::xarray<float>::from_shape(shape);
     a.fill(0.25f);
@@ -152,17 +155,19 @@ TEST_CASE("a bad labelled folder is refused, naming the file and line") {
   };
   const auto good_labels = "index,class\n0,vertical\n1,block\n";
 
-  CHECK(read(dir / "none") == (dir / "none").string() +
-                                  ": not a folder (a labelled set is a folder with maps.npy [N, S, S] and labels.csv 'index,class')");
+  CHECK(read(dir / "none") ==
+        (dir / "none").string() +
+            ": not a folder (a labelled set is a folder with maps.npy [N, S, S] and labels.csv 'index,class')");
   darkbert::test::write_file(dir / "no_maps" / "labels.csv", good_labels);
-  CHECK(read(dir / "no_maps") == (dir / "no_maps" / "maps.npy").string() + ": missing (a labelled set needs maps.npy [N, S, S])");
+  CHECK(read(dir / "no_maps") ==
+        (dir / "no_maps" / "maps.npy").string() + ": missing (a labelled set needs maps.npy [N, S, S])");
   darkbert::test::write_file(dir / "no_labels" / "maps.npy", maps({2, 8, 8}));
   CHECK(read(dir / "no_labels").find((dir / "no_labels" / "labels.csv").string() + ": missing") == 0);
 
   darkbert::test::write_file(dir / "shape" / "maps.npy", maps({2, 8, 6}));
   darkbert::test::write_file(dir / "shape" / "labels.csv", good_labels);
-  CHECK(read(dir / "shape") == (dir / "shape" / "maps.npy").string() +
-                                   ": shape (2, 8, 6) is not [N, S, S] (N >= 1 square maps of S >= 2)");
+  CHECK(read(dir / "shape") ==
+        (dir / "shape" / "maps.npy").string() + ": shape (2, 8, 6) is not [N, S, S] (N >= 1 square maps of S >= 2)");
   darkbert::test::write_file(dir / "flat" / "maps.npy", maps({64}));
   darkbert::test::write_file(dir / "flat" / "labels.csv", good_labels);
   CHECK(read(dir / "flat").find("maps.npy: shape (64) is not [N, S, S]") != std::string::npos);
@@ -173,13 +178,20 @@ TEST_CASE("a bad labelled folder is refused, naming the file and line") {
     return read(dir / name);
   };
   const auto csv = [&](const std::string& name) { return (dir / name / "labels.csv").string(); };
-  CHECK(with_labels("class", "index,class\n0,vertical\n\n2,diagnol\n") ==
-        csv("class") + ":4: unknown class 'diagnol' (expected one of vertical, diagonal, vertical_diagonal, block, heterogeneous)");
-  CHECK(with_labels("header", "map,label\n0,vertical\n") == csv("header") + ":1: header is 'map,label', expected 'index,class'");
-  CHECK(with_labels("range", "index,class\n3,vertical\n") == csv("range") + ":2: index 3 is not a map of maps.npy (0..2)");
-  CHECK(with_labels("number", "index,class\nx1,vertical\n") == csv("number") + ":2: index 'x1' is not a non-negative integer");
-  CHECK(with_labels("twice", "index,class\n1,vertical\n1,block\n") == csv("twice") + ":3: map 1 is labelled twice (first on line 2)");
-  CHECK(with_labels("fields", "index,class\n1,vertical,extra\n") == csv("fields") + ":2: expected 'index,class', got '1,vertical,extra'");
+  CHECK(
+      with_labels("class", "index,class\n0,vertical\n\n2,diagnol\n") ==
+      csv("class") +
+          ":4: unknown class 'diagnol' (expected one of vertical, diagonal, vertical_diagonal, block, heterogeneous)");
+  CHECK(with_labels("header", "map,label\n0,vertical\n") ==
+        csv("header") + ":1: header is 'map,label', expected 'index,class'");
+  CHECK(with_labels("range", "index,class\n3,vertical\n") ==
+        csv("range") + ":2: index 3 is not a map of maps.npy (0..2)");
+  CHECK(with_labels("number", "index,class\nx1,vertical\n") ==
+        csv("number") + ":2: index 'x1' is not a non-negative integer");
+  CHECK(with_labels("twice", "index,class\n1,vertical\n1,block\n") ==
+        csv("twice") + ":3: map 1 is labelled twice (first on line 2)");
+  CHECK(with_labels("fields", "index,class\n1,vertical,extra\n") ==
+        csv("fields") + ":2: expected 'index,class', got '1,vertical,extra'");
   CHECK(with_labels("empty", "index,class\n") == csv("empty") + ": no labelled maps");
   // Windows line ends and spaces are fine.
   CHECK(with_labels("crlf", "index, class\r\n0 , vertical\r\n") == "");

@@ -61,8 +61,14 @@ AttentionPattern classify(const std::string& spelling, bool causal, const std::v
   return PatternRules{}.pattern(summarize(spelling, causal, map));
 }
 
-const std::string one = "Caaaaaa" "S";           // n = 8, anchors 0 and 7
-const std::string two = "Caaaaaaaaaaaaa" "S" "bbbbbbbbbbbbb" "S";  // n = 29: 13 + 13 ordinary tokens
+const std::string one =
+    "Caaaaaa"
+    "S";  // n = 8, anchors 0 and 7
+const std::string two =
+    "Caaaaaaaaaaaaa"
+    "S"
+    "bbbbbbbbbbbbb"
+    "S";  // n = 29: 13 + 13 ordinary tokens
 
 }  // namespace
 
@@ -114,8 +120,8 @@ TEST_CASE("vertical, diagonal, vertical + diagonal on one sentence") {
   CHECK(sb.diagonal.excess() >= 0.25);
   CHECK(PatternRules{}.pattern(sb) == AttentionPattern::vertical_diagonal);
   CHECK(classify(one, false, map_of(n, false, [&](Index i, Index j) {
-          return (j == 0 || j == n - 1 ? 0.5 : 0.0) + (j == (i + 1 < n ? i + 1 : i - 1) ? 1.0 : 0.0);
-        })) == AttentionPattern::vertical);
+                   return (j == 0 || j == n - 1 ? 0.5 : 0.0) + (j == (i + 1 < n ? i + 1 : i - 1) ? 1.0 : 0.0);
+                 })) == AttentionPattern::vertical);
   // A weak diagonal beside strong stripes stays vertical: 10% of each row on the next token.
   const auto faint = map_of(m, false, [&](Index i, Index j) {
     return (j == 0 || j == m - 1 ? 0.45 : 0.0) + (j == (i + 1 < m ? i + 1 : i - 1) ? 0.1 : 0.0);
@@ -154,7 +160,10 @@ TEST_CASE("block: two sentences, own-segment attention spread over the sentence"
 }
 
 TEST_CASE("causal maps: uniform prefix, previous token, first token, block of the second sentence") {
-  const std::string spelling = "Eaaaaaaaaaaaa" "E" "bbbbbbbbbbbb";  // GPT-2 style, n = 26
+  const std::string spelling =
+      "Eaaaaaaaaaaaa"
+      "E"
+      "bbbbbbbbbbbb";  // GPT-2 style, n = 26
   const auto tokens = tokens_of(spelling);
   const auto n = static_cast<Index>(tokens.size());
 
@@ -191,7 +200,8 @@ TEST_CASE("causal maps: uniform prefix, previous token, first token, block of th
   auto leaky = previous;
   for (Index i = 0; i < n; ++i)
     for (Index j = i + 1; j < n; ++j) leaky[static_cast<std::size_t>(i * n + j)] = 5.0;
-  CHECK(summarize(spelling, true, leaky).diagonal.value == doctest::Approx(summarize(spelling, true, previous).diagonal.value));
+  CHECK(summarize(spelling, true, leaky).diagonal.value ==
+        doctest::Approx(summarize(spelling, true, previous).diagonal.value));
 }
 
 TEST_CASE("a map shorter than min_length is heterogeneous whatever it shows") {
@@ -210,7 +220,7 @@ TEST_CASE("summaries through an attention view; the scheme; errors name the prob
   const Index n = 8, L = 10;
   std::vector<float> maps(static_cast<std::size_t>(2 * L * L), 0.0f);  // 1 layer, 2 heads, padded to 10
   for (Index i = 0; i < n; ++i) {
-    maps[static_cast<std::size_t>(i * L + 0)] = 1.0f;                        // head 0: all on [CLS]
+    maps[static_cast<std::size_t>(i * L + 0)] = 1.0f;                                    // head 0: all on [CLS]
     maps[static_cast<std::size_t>(L * L + i * L + (i + 1 < n ? i + 1 : i - 1))] = 1.0f;  // head 1: next token
   }
   const auto view = darkbert::AttentionView<float>::contiguous(maps.data(), 1, 2, L, n, false);
@@ -219,8 +229,9 @@ TEST_CASE("summaries through an attention view; the scheme; errors name the prob
   CHECK(darkbert::test::message_of([&] {
           darkbert::study::summarize_pattern(view, 0, 0, std::span(tokens).first(5));
         }).find("5 token annotations for an example of valid length 8") != std::string::npos);
-  CHECK(darkbert::test::message_of([&] { PatternBaseline(8, false, std::span(tokens).first(3)); })
-            .find("3 token annotations for a map of 8 tokens") != std::string::npos);
+  CHECK(darkbert::test::message_of([&] {
+          PatternBaseline(8, false, std::span(tokens).first(3));
+        }).find("3 token annotations for a map of 8 tokens") != std::string::npos);
 
   const auto scheme = darkbert::study::paper_pattern_scheme();
   CHECK(scheme.size() == 5);

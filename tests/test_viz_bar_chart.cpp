@@ -16,18 +16,18 @@ using darkbert::test::text_set;
 
 namespace {
 const std::vector<std::string> tasks = {"MRPC", "SST-2", "RTE"};
-const std::vector<darkbert::BarSeries> shares = {{"vertical", {0.3, 0.5, 0.2}},
-                                                 {"diagonal", {0.1, 0.1, 0.3}},
-                                                 {"heterogeneous", {0.6, 0.4, 0.5}}};
-const darkbert::BarChartOptions options{.title = "Pattern classes", .x_label = "task", .y_label = "share of maps", .y_max = 1.0};
+const std::vector<darkbert::BarSeries> shares = {
+    {"vertical", {0.3, 0.5, 0.2}}, {"diagonal", {0.1, 0.1, 0.3}}, {"heterogeneous", {0.6, 0.4, 0.5}}};
+const darkbert::BarChartOptions options{
+    .title = "Pattern classes", .x_label = "task", .y_label = "share of maps", .y_max = 1.0};
 }  // namespace
 
 TEST_CASE("a stacked bar chart labels its axes, categories, ticks and series") {
   const auto dir = darkbert::test::scratch_dir("viz_bar_chart");
   darkbert::write_stacked_bar_chart(dir / "b.svg", tasks, shares, options);
   const auto texts = text_set(svg_texts(dir / "b.svg"));
-  for (const char* expected : {"Pattern classes", "task", "share of maps", "MRPC", "SST-2", "RTE", "vertical", "diagonal",
-                               "heterogeneous", "0.0", "0.2", "0.4", "0.6", "0.8", "1.0"})
+  for (const char* expected : {"Pattern classes", "task", "share of maps", "MRPC", "SST-2", "RTE", "vertical",
+                               "diagonal", "heterogeneous", "0.0", "0.2", "0.4", "0.6", "0.8", "1.0"})
     CHECK_MESSAGE(texts.count(expected) == 1, expected);
   // Legend: the top of the stack (the last series) first.
   double y_vertical = 0, y_heterogeneous = 0;
@@ -63,7 +63,8 @@ TEST_CASE("each segment is drawn in its series' colour, as tall as its value") {
   CHECK(darkbert::test::near(half.at(seg.center_x(), h.plot.y + h.plot.height * 0.3), {1, 1, 1}));
   CHECK(darkbert::test::near(half.at(seg.center_x(), seg.center_y()), darkbert::bar_series_color(0)));
   // Without y_max the axis ends at the tallest stack.
-  CHECK(darkbert::write_stacked_bar_chart(dir / "auto.svg", {"a", "b"}, {{"x", {2, 3}}, {"y", {1, 0.5}}}, {}).y_max == 3.5);
+  CHECK(darkbert::write_stacked_bar_chart(dir / "auto.svg", {"a", "b"}, {{"x", {2, 3}}, {"y", {1, 0.5}}}, {}).y_max ==
+        3.5);
 }
 
 TEST_CASE("bar chart errors name the file and the problem") {
@@ -72,11 +73,15 @@ TEST_CASE("bar chart errors name the file and the problem") {
         (dir / "a.png").string() + ": a bar chart needs at least one category");
   CHECK(message_of([&] { darkbert::write_stacked_bar_chart(dir / "b.png", tasks, {}, {}); }) ==
         (dir / "b.png").string() + ": a bar chart needs at least one series");
-  CHECK(message_of([&] { darkbert::write_stacked_bar_chart(dir / "c.png", tasks, {{"s", {1, 2}}}, {}); }) ==
-        (dir / "c.png").string() + ": series 's' has 2 values for 3 categories");
-  CHECK(message_of([&] { darkbert::write_stacked_bar_chart(dir / "d.png", {"x"}, {{"s", {-0.5}}}, {}); }) ==
-        (dir / "d.png").string() + ": series 's' has the value -0.5 in category 'x'; stacked bars need finite values >= 0");
-  CHECK(message_of([&] { darkbert::write_stacked_bar_chart(dir / "e.png", {"x"}, {{"s", {1}}}, {.y_max = 0.0}); })
-            .find("y_max 0 must be positive") != std::string::npos);
+  CHECK(message_of([&] {
+          darkbert::write_stacked_bar_chart(dir / "c.png", tasks, {{"s", {1, 2}}}, {});
+        }) == (dir / "c.png").string() + ": series 's' has 2 values for 3 categories");
+  CHECK(message_of([&] {
+          darkbert::write_stacked_bar_chart(dir / "d.png", {"x"}, {{"s", {-0.5}}}, {});
+        }) == (dir / "d.png").string() +
+                  ": series 's' has the value -0.5 in category 'x'; stacked bars need finite values >= 0");
+  CHECK(message_of([&] {
+          darkbert::write_stacked_bar_chart(dir / "e.png", {"x"}, {{"s", {1}}}, {.y_max = 0.0});
+        }).find("y_max 0 must be positive") != std::string::npos);
   CHECK(message_of([&] { darkbert::write_stacked_bar_chart(dir / "f.txt", {"x"}, {{"s", {1}}}, {}); }) != "");
 }

@@ -47,22 +47,21 @@
 
 #include <omp.h>  // omp_get_max_threads, omp_set_num_threads
 
-#include <algorithm>   // std::max, std::min, std::max_element, std::fill
-#include <cctype>      // std::isspace
-#include <charconv>    // std::from_chars
-#include <cmath>       // std::sqrt, std::pow, std::isfinite
-#include <cstddef>     // std::size_t
-#include <cstdint>     // std::uint64_t
-#include <filesystem>  // std::filesystem::path, exists
-#include <optional>    // std::optional
-#include <random>      // std::mt19937_64
-#include <sstream>     // std::ostringstream
-#include <string>      // std::string
-#include <utility>     // std::move
-#include <vector>      // std::vector
-
 #include <Eigen/Core>           // Eigen::MatrixXd (resampling)
+#include <algorithm>            // std::max, std::min, std::max_element, std::fill
+#include <cctype>               // std::isspace
+#include <charconv>             // std::from_chars
+#include <cmath>                // std::sqrt, std::pow, std::isfinite
+#include <cstddef>              // std::size_t
+#include <cstdint>              // std::uint64_t
+#include <filesystem>           // std::filesystem::path, exists
 #include <nlohmann/json.hpp>    // nlohmann::json
+#include <optional>             // std::optional
+#include <random>               // std::mt19937_64
+#include <sstream>              // std::ostringstream
+#include <string>               // std::string
+#include <utility>              // std::move
+#include <vector>               // std::vector
 #include <xtensor/xarray.hpp>   // xt::xarray (maps.npy)
 #include <xtensor/xtensor.hpp>  // xt::xtensor
 
@@ -204,7 +203,8 @@ inline PatternImages read_labelled_maps(const std::filesystem::path& dir, const 
   std::error_code ec;
   require(std::filesystem::is_directory(dir, ec), dir.string(),
           ": not a folder (a labelled set is a folder with maps.npy [N, S, S] and labels.csv 'index,class')");
-  require(std::filesystem::exists(maps_path, ec), maps_path.string(), ": missing (a labelled set needs maps.npy [N, S, S])");
+  require(std::filesystem::exists(maps_path, ec), maps_path.string(),
+          ": missing (a labelled set needs maps.npy [N, S, S])");
   require(std::filesystem::exists(labels_path, ec), labels_path.string(),
           ": missing (a labelled set needs labels.csv with the header 'index,class')");
   const xt::xarray<double> maps = read_npy<double>(maps_path);
@@ -263,9 +263,9 @@ inline PatternImages read_labelled_maps(const std::filesystem::path& dir, const 
     if (labels[k] < 0) continue;
     for (Index e = 0; e < side * side; ++e) {
       const double v = maps.data()[k * static_cast<std::size_t>(side * side) + static_cast<std::size_t>(e)];
-      require(std::isfinite(v) && v >= 0, maps_path.string(), ": map ", k, " (labelled on ", labels_path.filename().string(),
-              " line ", line_of[k], ") has the value ", v, " at (", e / side, ", ", e % side,
-              "); attention weights are finite and >= 0");
+      require(std::isfinite(v) && v >= 0, maps_path.string(), ": map ", k, " (labelled on ",
+              labels_path.filename().string(), " line ", line_of[k], ") has the value ", v, " at (", e / side, ", ",
+              e % side, "); attention weights are finite and >= 0");
       map[static_cast<std::size_t>(e)] = v;
     }
     out.add(pattern_image(map.data(), side, side, size), labels[k], true);
@@ -299,17 +299,17 @@ inline void write_labelled_maps(const std::filesystem::path& dir, const PatternI
 /// How well predictions match labels: accuracy, F1 per class and macro F1 (scikit-learn's conventions:
 /// macro over the classes present in the labels or the predictions), the confusion matrix.
 struct PatternScores {
-  std::size_t maps = 0;                            ///< maps scored
-  double accuracy = 0;                             ///< share correct
-  double macro_f1 = 0;                             ///< mean F1 over the classes seen
-  std::vector<double> f1;                          ///< [classes], 0 for a class never seen
-  std::vector<std::size_t> support;                ///< [classes]: maps labelled with each class
+  std::size_t maps = 0;                             ///< maps scored
+  double accuracy = 0;                              ///< share correct
+  double macro_f1 = 0;                              ///< mean F1 over the classes seen
+  std::vector<double> f1;                           ///< [classes], 0 for a class never seen
+  std::vector<std::size_t> support;                 ///< [classes]: maps labelled with each class
   std::vector<std::vector<std::size_t>> confusion;  ///< [label][prediction]
 
   /// As JSON (every number).
   nlohmann::json to_json() const {
-    return {{"maps", maps}, {"accuracy", accuracy}, {"macro_f1", macro_f1}, {"f1", f1}, {"support", support},
-            {"confusion", confusion}};
+    return {{"maps", maps}, {"accuracy", accuracy}, {"macro_f1", macro_f1},
+            {"f1", f1},     {"support", support},   {"confusion", confusion}};
   }
   /// Reads to_json's output; `where` names the file.
   static PatternScores from_json(const nlohmann::json& j, const std::string& where) {
@@ -354,13 +354,15 @@ inline PatternScores score_patterns(int classes, const std::vector<int>& truth, 
 /// what two classifiers with the same class frequencies reach by chance: (p_o - p_e) / (1 - p_e); 1 when
 /// both put every map in one and the same class).
 struct PatternAgreement {
-  std::size_t maps = 0;                            ///< maps compared
-  double share = 0;                                ///< share with the same class
-  double kappa = 0;                                ///< Cohen's kappa
+  std::size_t maps = 0;                             ///< maps compared
+  double share = 0;                                 ///< share with the same class
+  double kappa = 0;                                 ///< Cohen's kappa
   std::vector<std::vector<std::size_t>> confusion;  ///< [first classifier][second classifier]
 
   /// As JSON.
-  nlohmann::json to_json() const { return {{"maps", maps}, {"share", share}, {"kappa", kappa}, {"confusion", confusion}}; }
+  nlohmann::json to_json() const {
+    return {{"maps", maps}, {"share", share}, {"kappa", kappa}, {"confusion", confusion}};
+  }
   /// Reads to_json's output; `where` names the file.
   static PatternAgreement from_json(const nlohmann::json& j, const std::string& where) {
     try {
@@ -417,18 +419,18 @@ inline PatternAgreement pattern_agreement(int classes, const std::vector<int>& f
 
 /// Shape of the network (see the file comment).
 struct PatternCnnOptions {
-  Index input_size = 32;                                    ///< S: maps are resampled to S x S
+  Index input_size = 32;                                   ///< S: maps are resampled to S x S
   std::vector<Index> channels = {4, 4, 8, 8, 8, 8, 8, 8};  ///< output channels of each 3 x 3 convolution
   std::vector<Index> strides = {2, 1, 2, 1, 2, 1, 2, 1};   ///< stride of each convolution (padding 1)
 };
 
 /// How the network is trained.
 struct PatternCnnTraining {
-  std::size_t epochs = 8;        ///< passes over the training images
-  std::size_t batch_size = 32;   ///< images per step
-  double learning_rate = 1e-2;   ///< peak AdamW rate (after a linear warm-up over 5% of the steps)
-  double weight_decay = 1e-4;    ///< decoupled, weights only
-  std::uint64_t seed = 1;        ///< order of the images in each epoch
+  std::size_t epochs = 8;       ///< passes over the training images
+  std::size_t batch_size = 32;  ///< images per step
+  double learning_rate = 1e-2;  ///< peak AdamW rate (after a linear warm-up over 5% of the steps)
+  double weight_decay = 1e-4;   ///< decoupled, weights only
+  std::uint64_t seed = 1;       ///< order of the images in each epoch
 };
 
 /// The paper's pattern classifier: 3 x 3 convolutions with ReLU and a linear layer (file comment).
@@ -448,7 +450,8 @@ class PatternCnn {
     for (const auto& t : tensors_) {
       const double sd = std::sqrt((t.conv ? 2.0 : 1.0) / static_cast<double>(t.fan_in));
       for (Index k = 0; k < t.size; ++k)
-        params_[static_cast<std::size_t>(t.offset + k)] = t.bias ? 0.0f : static_cast<float>(sd * detail::standard_normal(rng));
+        params_[static_cast<std::size_t>(t.offset + k)] =
+            t.bias ? 0.0f : static_cast<float>(sd * detail::standard_normal(rng));
     }
   }
 
@@ -492,7 +495,8 @@ class PatternCnn {
         batch_labels.resize(count);
         for (std::size_t b = 0; b < count; ++b) {
           const std::size_t k = labelled[order[first + b]];
-          std::copy(set.image(k), set.image(k) + pixels, batch.begin() + static_cast<std::ptrdiff_t>(b * static_cast<std::size_t>(pixels)));
+          std::copy(set.image(k), set.image(k) + pixels,
+                    batch.begin() + static_cast<std::ptrdiff_t>(b * static_cast<std::size_t>(pixels)));
           batch_labels[b] = set.labels[k];
         }
         std::fill(grads.begin(), grads.end(), 0.0f);
@@ -501,9 +505,10 @@ class PatternCnn {
         const auto loss = autodiff::cross_entropy(tape, logits, batch_labels.data());
         tape.backward(loss);
         loss_sum += static_cast<double>(loss.value()[0]) * static_cast<double>(count);
-        const double rate = step < warmup ? t.learning_rate * static_cast<double>(step + 1) / static_cast<double>(warmup)
-                                          : t.learning_rate * static_cast<double>(total_steps - step) /
-                                                static_cast<double>(total_steps - warmup + 1);
+        const double rate = step < warmup
+                                ? t.learning_rate * static_cast<double>(step + 1) / static_cast<double>(warmup)
+                                : t.learning_rate * static_cast<double>(total_steps - step) /
+                                      static_cast<double>(total_steps - warmup + 1);
         adamw(grads, m, v, ++step, rate, t.weight_decay);
       }
       loss_.push_back(loss_sum / static_cast<double>(labelled.size()));
@@ -725,7 +730,8 @@ inline PatternTrainingSet labelled_training_set(const std::filesystem::path& dir
       if (all.labels[k] == c) members.push_back(k);
     if (members.size() < 2) continue;
     const auto order = seeded_permutation(members.size(), seed + static_cast<std::uint64_t>(c));
-    const auto take = std::max<std::size_t>(1, static_cast<std::size_t>(held_out_share * static_cast<double>(members.size())));
+    const auto take =
+        std::max<std::size_t>(1, static_cast<std::size_t>(held_out_share * static_cast<double>(members.size())));
     for (std::size_t r = 0; r < take; ++r) held[members[order[r]]] = 1;
   }
   const Index pixels = input_size * input_size;
@@ -735,7 +741,8 @@ inline PatternTrainingSet labelled_training_set(const std::filesystem::path& dir
   }
   require(set.held_out.count() > 0, dir.string(), ": too few labelled maps to hold any out (a class needs two)");
   set.train.source = std::to_string(set.train.count()) + " of " + all.source;
-  set.held_out.source = std::to_string(set.held_out.count()) + " held out (seed " + std::to_string(seed) + ") of " + all.source;
+  set.held_out.source =
+      std::to_string(set.held_out.count()) + " held out (seed " + std::to_string(seed) + ") of " + all.source;
   return set;
 }
 

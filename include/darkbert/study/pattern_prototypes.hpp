@@ -18,10 +18,13 @@
 ///               two offsets ~ U[0.3, 0.7]; a row without the target (the first or last row) uses its own
 ///               token; w ~ U[0.65, 0.95]
 /// vertical_diagonal  both patterns, w_v and w_d ~ U[0.4, 0.6] each (scaled to a sum <= 0.97)
-/// block         pattern: a softmax of N(0, s_b^2) logits, s_b ~ U[0, 1.5], over the keys of the query's
+/// block         pattern: a softmax of N(0, s_b^2) logits, s_b ~ U[0, 1], over the keys of the query's
 ///               own segment (its special tokens included); w ~ U[0.75, 0.97]
-/// heterogeneous one of: dense random logits with s ~ U[1, 3] (40%); 1-3 random keys per row with
-///               w ~ U[0.5, 0.9] (40%); near-uniform, s ~ U[0.05, 0.5] (20%)
+/// heterogeneous one of: dense random logits with s ~ U[1, 3] (30%); 1-3 random keys per row with
+///               w ~ U[0.5, 0.9] (30%); near-uniform, s ~ U[0.05, 0.5] (15%); smooth (25%): logits
+///               c_j + b [same segment] + N(0, 0.3^2) with a column bias c_j ~ N(0, s_c^2) shared by all
+///               rows, s_c ~ U[0.2, 1.2], and b ~ U[-0.6, 0.6] on two sentences — the faint stripes and
+///               sentence halves of untrained and lightly trained heads, too weak to be a pattern
 /// causal        every pattern and background row is restricted to keys j <= i and renormalised
 /// @endcode
 ///
@@ -69,10 +72,10 @@ struct LabelledPatternMap {
 
 /// Sizes of the generated maps.
 struct PrototypeOptions {
-  Index min_length = 12;            ///< shortest map (>= 9: two sentences of >= 3 tokens and the specials)
-  Index max_length = 96;            ///< longest map
-  bool causal = false;              ///< GPT-2 style: lower-triangular, first token as BOS
-  double two_segment_share = 0.5;   ///< share of non-block maps built on two sentences
+  Index min_length = 12;           ///< shortest map (>= 9: two sentences of >= 3 tokens and the specials)
+  Index max_length = 96;           ///< longest map
+  bool causal = false;             ///< GPT-2 style: lower-triangular, first token as BOS
+  double two_segment_share = 0.5;  ///< share of non-block maps built on two sentences
 };
 
 namespace detail {
@@ -137,7 +140,8 @@ void random_softmax(std::vector<double>& p, Index keys, double sigma, std::mt199
 }
 
 /// p := the given (key, weight) targets among keys [0, keys), renormalised; own token when none is visible.
-inline void point_mass(std::vector<double>& p, Index i, Index keys, const std::vector<std::pair<Index, double>>& targets) {
+inline void point_mass(std::vector<double>& p, Index i, Index keys,
+                       const std::vector<std::pair<Index, double>>& targets) {
   std::fill(p.begin(), p.end(), 0.0);
   double total = 0;
   for (const auto& [j, w] : targets)
@@ -152,7 +156,8 @@ inline void point_mass(std::vector<double>& p, Index i, Index keys, const std::v
 }  // namespace detail
 
 /// One seeded prototype of class `cls` (see the file comment for the generator).
-inline LabelledPatternMap pattern_prototype(AttentionPattern cls, std::mt19937_64& rng, const PrototypeOptions& o = {}) {
+inline LabelledPatternMap pattern_prototype(AttentionPattern cls, std::mt19937_64& rng,
+                                            const PrototypeOptions& o = {}) {
   require(o.min_length >= 9 && o.max_length >= o.min_length, "pattern prototypes: lengths [", o.min_length, ", ",
           o.max_length, "] must satisfy 9 <= min_length <= max_length");
   require(o.two_segment_share >= 0 && o.two_segment_share <= 1, "pattern prototypes: two_segment_share ",
@@ -174,6 +179,8 @@ inline LabelledPatternMap pattern_prototype(AttentionPattern cls, std::mt19937_6
   std::vector<std::pair<Index, double>> stripes;  // (column, weight)
   std::vector<std::pair<Index, double>> offsets;  // (i - j offset as key = i + offset, weight)
   int heterogeneous_kind = 0;
+  std::vector<double> column_bias;  // smooth heterogeneous maps: [n]
+  double segment_bias = 0;
   auto choose_stripes = [&] {
     for (Index j = 0; j < n; ++j)
       if (tokens[static_cast<std::size_t>(j)].is_special && ((o.causal && j == 0) || detail::uniform01(rng) < 0.6))
@@ -188,14 +195,21 @@ inline LabelledPatternMap pattern_prototype(AttentionPattern cls, std::mt19937_6
   auto choose_offsets = [&] {
     const double r = detail::uniform01(rng), split = uniform(rng, 0.3, 0.7);
     if (o.causal) {
-      if (r < 0.6) offsets = {{-1, 1.0}};
-      else if (r < 0.8) offsets = {{0, 1.0}};
-      else offsets = {{-1, split}, {0, 1 - split}};
+      if (r < 0.6)
+        offsets = {{-1, 1.0}};
+      else if (r < 0.8)
+        offsets = {{0, 1.0}};
+      else
+        offsets = {{-1, split}, {0, 1 - split}};
     } else {
-      if (r < 0.3) offsets = {{-1, 1.0}};
-      else if (r < 0.6) offsets = {{1, 1.0}};
-      else if (r < 0.85) offsets = {{-1, split}, {1, 1 - split}};
-      else offsets = {{0, 1.0}};
+      if (r < 0.3)
+        offsets = {{-1, 1.0}};
+      else if (r < 0.6)
+        offsets = {{1, 1.0}};
+      else if (r < 0.85)
+        offsets = {{-1, split}, {1, 1 - split}};
+      else
+        offsets = {{0, 1.0}};
     }
   };
   switch (cls) {
@@ -217,14 +231,21 @@ inline LabelledPatternMap pattern_prototype(AttentionPattern cls, std::mt19937_6
     }
     case AttentionPattern::block:
       strength = uniform(rng, 0.75, 0.97);
-      sigma_block = uniform(rng, 0.0, 1.5);
+      sigma_block = uniform(rng, 0.0, 1.0);
       break;
     case AttentionPattern::heterogeneous: {
       const double r = detail::uniform01(rng);
-      heterogeneous_kind = r < 0.4 ? 0 : r < 0.8 ? 1 : 2;
+      heterogeneous_kind = r < 0.3 ? 0 : r < 0.6 ? 1 : r < 0.75 ? 2 : 3;
       if (heterogeneous_kind == 0) sigma_background = uniform(rng, 1.0, 3.0), strength = 0;
       if (heterogeneous_kind == 1) strength = uniform(rng, 0.5, 0.9);
       if (heterogeneous_kind == 2) sigma_background = uniform(rng, 0.05, 0.5), strength = 0;
+      if (heterogeneous_kind == 3) {
+        const double sigma_columns = uniform(rng, 0.2, 1.2);
+        column_bias.resize(static_cast<std::size_t>(n));
+        for (double& c : column_bias) c = sigma_columns * detail::standard_normal(rng);
+        segment_bias = two ? uniform(rng, -0.6, 0.6) : 0.0;
+        sigma_background = 0.3, strength = 0;
+      }
       break;
     }
   }
@@ -234,9 +255,21 @@ inline LabelledPatternMap pattern_prototype(AttentionPattern cls, std::mt19937_6
   out.weights.assign(static_cast<std::size_t>(n * n), 0.0f);
   for (Index i = 0; i < n; ++i) {
     const Index keys = keys_of(i);
-    const auto jitter = [&](double w) { return w > 0 ? std::clamp(w + 0.05 * detail::standard_normal(rng), 0.0, 1.0) : 0.0; };
+    const auto jitter = [&](double w) {
+      return w > 0 ? std::clamp(w + 0.05 * detail::standard_normal(rng), 0.0, 1.0) : 0.0;
+    };
     std::fill(row.begin(), row.end(), 0.0);
     detail::random_softmax(background, keys, sigma_background, rng, [](Index) { return true; });
+    if (!column_bias.empty()) {  // smooth heterogeneous: shared column and sentence biases on the noise
+      double total = 0;
+      for (Index j = 0; j < keys; ++j) {
+        const bool same = tokens[static_cast<std::size_t>(j)].segment == tokens[static_cast<std::size_t>(i)].segment;
+        background[static_cast<std::size_t>(j)] *=
+            std::exp(column_bias[static_cast<std::size_t>(j)] + (same ? segment_bias : 0.0));
+        total += background[static_cast<std::size_t>(j)];
+      }
+      for (Index j = 0; j < keys; ++j) background[static_cast<std::size_t>(j)] /= total;
+    }
     double used = 0;  // pattern mass of this row
     auto add_pattern = [&](double w) {
       detail::add_scaled(row, p, w, keys);

@@ -42,17 +42,17 @@
 /// as another PatternScheme with their own rule over the same PatternSummary (see PatternRule); nothing
 /// here assumes five classes.
 
-#include <algorithm>  // std::sort, std::min
-#include <cmath>      // std::log, std::abs
-#include <cstddef>    // std::size_t
-#include <cstdio>     // std::snprintf
-#include <cstdlib>    // std::abs (integers)
-#include <functional>  // std::function
-#include <numeric>    // std::iota
-#include <span>       // std::span
-#include <string>     // std::string
+#include <algorithm>    // std::sort, std::min
+#include <cmath>        // std::log, std::abs
+#include <cstddef>      // std::size_t
+#include <cstdio>       // std::snprintf
+#include <cstdlib>      // std::abs (integers)
+#include <functional>   // std::function
+#include <numeric>      // std::iota
+#include <span>         // std::span
+#include <string>       // std::string
 #include <string_view>  // std::string_view
-#include <vector>     // std::vector
+#include <vector>       // std::vector
 
 #include "darkbert/analysis/attention_view.hpp"    // darkbert::AttentionView
 #include "darkbert/analysis/token_annotation.hpp"  // darkbert::TokenAnnotation
@@ -85,8 +85,8 @@ struct PatternScheme {
   }
   /// Throws unless names, labels and the two-segment flags line up and the names are distinct.
   void check() const {
-    require(!names.empty() && labels.size() == names.size() && two_segments.size() == names.size(),
-            "pattern scheme '", name, "': ", names.size(), " names, ", labels.size(), " labels, ", two_segments.size(),
+    require(!names.empty() && labels.size() == names.size() && two_segments.size() == names.size(), "pattern scheme '",
+            name, "': ", names.size(), " names, ", labels.size(), " labels, ", two_segments.size(),
             " two-segment flags");
     for (std::size_t a = 0; a < names.size(); ++a)
       for (std::size_t b = a + 1; b < names.size(); ++b)
@@ -119,18 +119,18 @@ struct PatternShare {
 
 /// The summaries of one head's map on one example (see the file comment for each definition).
 struct PatternSummary {
-  Index length = 0;           ///< n, valid tokens
-  bool causal = false;        ///< keys after the query are masked
-  bool two_segments = false;  ///< at least two ordinary tokens in each of two segments
-  Index anchors = 0;          ///< special tokens (plus the first token when causal)
-  Index columns = 0;          ///< k of the vertical measure: anchors + 1, at most n
-  PatternShare vertical;      ///< mass on the k most-attended columns
-  PatternShare anchor;        ///< mass on the anchors
-  PatternShare diagonal;      ///< mass on |i - j| <= 1, anchors excluded
-  PatternShare block;         ///< own-segment share of ordinary-to-ordinary mass (0/0 without two segments)
+  Index length = 0;            ///< n, valid tokens
+  bool causal = false;         ///< keys after the query are masked
+  bool two_segments = false;   ///< at least two ordinary tokens in each of two segments
+  Index anchors = 0;           ///< special tokens (plus the first token when causal)
+  Index columns = 0;           ///< k of the vertical measure: anchors + 1, at most n
+  PatternShare vertical;       ///< mass on the k most-attended columns
+  PatternShare anchor;         ///< mass on the anchors
+  PatternShare diagonal;       ///< mass on |i - j| <= 1, anchors excluded
+  PatternShare block;          ///< own-segment share of ordinary-to-ordinary mass (0/0 without two segments)
   PatternShare first_segment;  ///< mass on segment-0 keys
-  double spread = 0;          ///< mean |i - j| of own-segment mass over the uniform map's (1 = as spread)
-  double entropy = 0;         ///< mean normalised row entropy (1 = uniform)
+  double spread = 0;           ///< mean |i - j| of own-segment mass over the uniform map's (1 = as spread)
+  double entropy = 0;          ///< mean normalised row entropy (1 = uniform)
 };
 
 namespace detail {
@@ -152,7 +152,10 @@ struct PatternLayout {
   bool two_segments = false;
 
   PatternLayout(Index length, bool is_causal, std::span<const TokenAnnotation> tokens)
-      : n(length), causal(is_causal), anchor(static_cast<std::size_t>(length)), segment(static_cast<std::size_t>(length)) {
+      : n(length),
+        causal(is_causal),
+        anchor(static_cast<std::size_t>(length)),
+        segment(static_cast<std::size_t>(length)) {
     require(n >= 1, "pattern summary: the map has no tokens");
     require(static_cast<Index>(tokens.size()) >= n, "pattern summary: ", tokens.size(),
             " token annotations for a map of ", n, " tokens");
@@ -212,7 +215,8 @@ PatternMeasures measure_pattern(const PatternLayout& p, Weight&& w, std::vector<
     const double sa = column_sums[static_cast<std::size_t>(a)], sb = column_sums[static_cast<std::size_t>(b)];
     return sa != sb ? sa > sb : a < b;
   });
-  for (Index k = 0; k < p.columns; ++k) m.vertical += column_sums[static_cast<std::size_t>(order[static_cast<std::size_t>(k)])];
+  for (Index k = 0; k < p.columns; ++k)
+    m.vertical += column_sums[static_cast<std::size_t>(order[static_cast<std::size_t>(k)])];
   const double rows = static_cast<double>(n);
   m.vertical /= rows, m.anchor /= rows, m.diagonal /= rows, m.first /= rows;
   const Index entropy_rows = p.causal ? n - 1 : (n >= 2 ? n : 0);
@@ -230,7 +234,8 @@ PatternMeasures measure_pattern(const PatternLayout& p, Weight&& w, std::vector<
 class PatternBaseline {
  public:
   /// The layout of an example of `length` tokens annotated by `tokens` (at least `length` of them).
-  PatternBaseline(Index length, bool causal, std::span<const TokenAnnotation> tokens) : layout_(length, causal, tokens) {
+  PatternBaseline(Index length, bool causal, std::span<const TokenAnnotation> tokens)
+      : layout_(length, causal, tokens) {
     uniform_ = detail::measure_pattern(
         layout_, [&](Index i, Index) { return 1.0 / static_cast<double>(causal ? i + 1 : length); }, sums_, order_);
   }
@@ -244,9 +249,10 @@ class PatternBaseline {
   /// The summary of a map of this example: `map` is [n, n] with rows `stride` elements apart.
   template <class T>
   PatternSummary summarize(const T* map, Index stride) const {
-    require(map != nullptr && stride >= layout_.n, "pattern summary: no map, or row stride ", stride, " < n = ",
-            layout_.n);
-    const auto m = detail::measure_pattern(layout_, [&](Index i, Index j) { return map[i * stride + j]; }, sums_, order_);
+    require(map != nullptr && stride >= layout_.n, "pattern summary: no map, or row stride ", stride,
+            " < n = ", layout_.n);
+    const auto m = detail::measure_pattern(
+        layout_, [&](Index i, Index j) { return map[i * stride + j]; }, sums_, order_);
     PatternSummary s;
     s.length = layout_.n;
     s.causal = layout_.causal;
@@ -353,10 +359,10 @@ struct PatternRules {
       return std::string(b);
     };
     const double v = s.vertical.excess(), d = s.diagonal.excess();
-    const std::string numbers = "vertical excess " + f(v) + " (k = " + std::to_string(s.columns) + " columns, " +
-                                f(s.anchor.value) + " on anchors), diagonal excess " + f(d) +
-                                (s.two_segments ? ", block excess " + f(s.block.excess()) + ", spread " + f(s.spread)
-                                                : ", one segment");
+    const std::string numbers =
+        "vertical excess " + f(v) + " (k = " + std::to_string(s.columns) + " columns, " + f(s.anchor.value) +
+        " on anchors), diagonal excess " + f(d) +
+        (s.two_segments ? ", block excess " + f(s.block.excess()) + ", spread " + f(s.spread) : ", one segment");
     switch (pattern(s)) {
       case AttentionPattern::vertical_diagonal:
         return "vertical + diagonal: both >= " + f(t.mix) + " and their sum >= " + f(t.pattern) + "; " + numbers;

@@ -28,20 +28,20 @@ namespace darkbert {
 
 /// One stacked series: its value in every category (>= 0).
 struct BarSeries {
-  std::string name;           ///< legend entry
+  std::string name;            ///< legend entry
   std::vector<double> values;  ///< one per category
 };
 
 /// Labels and size of a bar chart.
 struct BarChartOptions {
-  std::string title;             ///< above the plot (may be empty)
-  std::string x_label;           ///< title of the x axis (what a category is)
-  std::string y_label;           ///< title of the y axis
-  std::optional<double> y_max;   ///< top of the y axis (default: the tallest stack; 1 when every stack is empty)
-  double bar_width = 30;         ///< points
-  double bar_gap = 16;           ///< points between bars (widened when category names need it)
-  double plot_height = 220;      ///< points
-  double pixels_per_point = 2;   ///< PNG resolution
+  std::string title;            ///< above the plot (may be empty)
+  std::string x_label;          ///< title of the x axis (what a category is)
+  std::string y_label;          ///< title of the y axis
+  std::optional<double> y_max;  ///< top of the y axis (default: the tallest stack; 1 when every stack is empty)
+  double bar_width = 30;        ///< points
+  double bar_gap = 16;          ///< points between bars (widened when category names need it)
+  double plot_height = 220;     ///< points
+  double pixels_per_point = 2;  ///< PNG resolution
 };
 
 /// Where the parts of a written bar chart are, in points (PNG pixels = points * pixels_per_point).
@@ -50,18 +50,24 @@ struct BarChartGeometry {
   /// the whole figure
   double width = 0, height = 0;
   /// @}
-  double pixels_per_point = 1;                  ///< of the PNG (1 for SVG and PDF)
-  FigureRect plot;                              ///< the plotting area (y = 0 at its bottom edge)
+  double pixels_per_point = 1;                    ///< of the PNG (1 for SVG and PDF)
+  FigureRect plot;                                ///< the plotting area (y = 0 at its bottom edge)
   std::vector<std::vector<FigureRect>> segments;  ///< [category][series]: each drawn piece of a bar
-  FigureRect legend;                            ///< the legend box
-  double y_max = 1;                             ///< the value at the top of the plot
+  FigureRect legend;                              ///< the legend box
+  double y_max = 1;                               ///< the value at the top of the plot
 };
 
 /// The colour of series k (Tableau's ten colours, repeating): distinct and legible in print.
 inline RgbColor bar_series_color(std::size_t k) {
-  static constexpr std::array<RgbColor, 10> palette = {{{0.12, 0.47, 0.71}, {1.00, 0.50, 0.05}, {0.17, 0.63, 0.17},
-                                                        {0.84, 0.15, 0.16}, {0.58, 0.40, 0.74}, {0.55, 0.34, 0.29},
-                                                        {0.89, 0.47, 0.76}, {0.50, 0.50, 0.50}, {0.74, 0.74, 0.13},
+  static constexpr std::array<RgbColor, 10> palette = {{{0.12, 0.47, 0.71},
+                                                        {1.00, 0.50, 0.05},
+                                                        {0.17, 0.63, 0.17},
+                                                        {0.84, 0.15, 0.16},
+                                                        {0.58, 0.40, 0.74},
+                                                        {0.55, 0.34, 0.29},
+                                                        {0.89, 0.47, 0.76},
+                                                        {0.50, 0.50, 0.50},
+                                                        {0.74, 0.74, 0.13},
                                                         {0.09, 0.75, 0.81}}};
   return palette[k % palette.size()];
 }
