@@ -159,7 +159,7 @@ struct AttentionPatternResult {
   std::size_t examples = 0;                       ///< examples counted
   std::vector<std::uint64_t> cnn_counts;          ///< [layers, heads, classes]: maps of each class, CNN
   std::vector<std::uint64_t> rule_counts;         ///< [layers, heads, classes]: maps of each class, rules
-  std::vector<std::uint64_t> agreement_counts;    ///< [classes (rules), classes (CNN)]: maps
+  std::vector<std::uint64_t> agreement_counts;    ///< maps per (rules' class, CNN's class), [classes, classes]
   PatternCnnEvaluation evaluation;                ///< the CNN's held-out scores
   Index example_size = 48;                        ///< s, the side of the kept maps
   std::size_t examples_per_class = 4;             ///< kept maps per class, at most
