@@ -1,0 +1,338 @@
+#pragma once
+/// @file
+/// Seeded synthetic attention maps of each of the paper's five classes (§3.1): the default training and
+/// held-out set of the pattern CNN (study/pattern_cnn.hpp), in place of the paper's ~400 hand-labelled maps.
+///
+/// The generator, per map:
+/// @code
+/// length     n uniform in [min_length, max_length]
+/// tokens     bidirectional: [CLS] a.. [SEP] (b.. [SEP]);  causal (GPT-2 style): <|endoftext|> a.. (<|endoftext|> b..)
+///            two segments with probability two_segment_share (block: always), each sentence >= 3 tokens
+/// background every row a softmax of N(0, s^2) logits over its allowed keys, s ~ U[0.5, 2] per map
+/// row       (1 - w) * background + w * pattern row, w ~ the class's strength range per map, jittered per row
+///           by N(0, 0.05^2) and clipped to [0, 1]
+/// vertical      pattern: stripes on the special tokens (each kept with p = 0.6, at least one; causal: the first
+///               token always) and with p = 0.3 one ordinary column (a full stop); stripe weights ~ U[0.2, 1];
+///               w ~ U[0.65, 0.95]
+/// diagonal      pattern: previous / next / both / own token (causal: previous / own / both), the split of
+///               two offsets ~ U[0.3, 0.7]; a row without the target (the first or last row) uses its own
+///               token; w ~ U[0.65, 0.95]
+/// vertical_diagonal  both patterns, w_v and w_d ~ U[0.4, 0.6] each (scaled to a sum <= 0.97)
+/// block         pattern: a softmax of N(0, s_b^2) logits, s_b ~ U[0, 1], over the keys of the query's
+///               own segment (its special tokens included); w ~ U[0.75, 0.97]
+/// heterogeneous one of: dense random logits with s ~ U[1, 3] (30%); 1-3 random keys per row with
+///               w ~ U[0.5, 0.9] (30%); near-uniform, s ~ U[0.05, 0.5] (15%); smooth (25%): logits
+///               c_j + b [same segment] + N(0, 0.3^2) with a column bias c_j ~ N(0, s_c^2) shared by all
+///               rows, s_c ~ U[0.2, 1.2], and b ~ U[-0.6, 0.6] on two sentences — the faint stripes and
+///               sentence halves of untrained and lightly trained heads, too weak to be a pattern
+/// causal        every pattern and background row is restricted to keys j <= i and renormalised
+/// @endcode
+///
+/// Limits (what a CNN trained on these has never seen): real heads mix three or more structures, put
+/// stripes on several punctuation tokens, attend to the same word in the other sentence, give [SEP] rows a
+/// pattern of their own, and have strengths anywhere between the ranges above; the strength ranges leave a
+/// gap between a pattern and heterogeneous that real maps fill, so the CNN learns where the generator draws
+/// the boundary, not where a human would. Lengths stop at max_length (real inputs reach 128). The classes
+/// are balanced; the paper's hand-labelled set had 30% vertical.
+///
+/// Randomness: std::mt19937_64 with the draws spelled out (no implementation-defined std distributions),
+/// so one seed gives the same maps with every standard library.
+///
+/// @code
+/// auto maps = darkbert::study::pattern_prototypes(/*per_class=*/200, /*seed=*/1, {.causal = false});
+/// // maps[k].weights: [n, n] row-major; maps[k].label: AttentionPattern index; maps[k].tokens: [n]
+/// @endcode
+
+#include <algorithm>  // std::clamp, std::min, std::max
+#include <cmath>      // std::exp, std::log, std::sqrt, std::cos
+#include <cstddef>    // std::size_t
+#include <cstdint>    // std::uint64_t
+#include <numbers>    // std::numbers::pi
+#include <random>     // std::mt19937_64
+#include <string>     // std::string
+#include <utility>    // std::pair
+#include <vector>     // std::vector
+
+#include "darkbert/analysis/token_annotation.hpp"  // darkbert::TokenAnnotation
+#include "darkbert/core/error.hpp"                 // darkbert::require
+#include "darkbert/core/matrix.hpp"                // darkbert::Index
+#include "darkbert/data/seeded_shuffle.hpp"        // darkbert::uniform_below
+#include "darkbert/study/pattern_rules.hpp"        // AttentionPattern
+
+namespace darkbert::study {
+
+/// One attention map with its class and tokens: a prototype, or a map a user labelled.
+struct LabelledPatternMap {
+  int label = -1;                       ///< class index (AttentionPattern for the paper's scheme)
+  Index length = 0;                     ///< n
+  bool causal = false;                  ///< lower-triangular map
+  std::vector<float> weights;           ///< [n, n] row-major, rows = queries, each row sums to 1
+  std::vector<TokenAnnotation> tokens;  ///< [n]: is_special and segment filled
+};
+
+/// Sizes of the generated maps.
+struct PrototypeOptions {
+  Index min_length = 12;           ///< shortest map (>= 9: two sentences of >= 3 tokens and the specials)
+  Index max_length = 96;           ///< longest map
+  bool causal = false;             ///< GPT-2 style: lower-triangular, first token as BOS
+  double two_segment_share = 0.5;  ///< share of non-block maps built on two sentences
+};
+
+namespace detail {
+
+inline double uniform01(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
+inline double uniform(std::mt19937_64& rng, double lo, double hi) { return lo + (hi - lo) * uniform01(rng); }
+/// Box-Muller: a standard normal from two uniforms.
+inline double standard_normal(std::mt19937_64& rng) {
+  const double u1 = 1.0 - uniform01(rng), u2 = uniform01(rng);  // u1 in (0, 1]
+  return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
+}
+/// Integer in [lo, hi].
+inline Index uniform_index(std::mt19937_64& rng, Index lo, Index hi) {
+  return lo + static_cast<Index>(uniform_below(rng, static_cast<std::uint64_t>(hi - lo + 1)));
+}
+
+/// [CLS] a.. [SEP] (b.. [SEP]) or, causal, <|endoftext|> a.. (<|endoftext|> b..).
+inline std::vector<TokenAnnotation> prototype_tokens(Index n, bool causal, bool two, std::mt19937_64& rng) {
+  const std::string open = causal ? "<|endoftext|>" : "[CLS]", sep = causal ? "<|endoftext|>" : "[SEP]";
+  const Index specials = (causal ? 1 : 2) + (two ? 1 : 0);
+  const Index content = n - specials;
+  const Index first = two ? uniform_index(rng, 3, content - 3) : content;
+  std::vector<TokenAnnotation> t;
+  auto push = [&](const std::string& s, bool special, int segment) {
+    TokenAnnotation a;
+    a.token = s;
+    a.is_special = special;
+    a.segment = segment;
+    t.push_back(a);
+  };
+  push(open, true, 0);
+  for (Index k = 0; k < first; ++k) push("a", false, 0);
+  if (two) {
+    push(sep, true, 0);
+    for (Index k = 0; k < content - first; ++k) push("b", false, 1);
+  }
+  if (!causal) push(sep, true, two ? 1 : 0);
+  return t;
+}
+
+/// Adds w * p (a distribution over keys [0, keys)) to row.
+inline void add_scaled(std::vector<double>& row, const std::vector<double>& p, double w, Index keys) {
+  for (Index j = 0; j < keys; ++j) row[static_cast<std::size_t>(j)] += w * p[static_cast<std::size_t>(j)];
+}
+
+/// p := softmax(sigma * z) over keys [0, keys) where mask(j), 0 elsewhere (uniform if no key is in the mask).
+template <class Mask>
+void random_softmax(std::vector<double>& p, Index keys, double sigma, std::mt19937_64& rng, Mask&& mask) {
+  std::fill(p.begin(), p.end(), 0.0);
+  double total = 0;
+  for (Index j = 0; j < keys; ++j) {
+    if (!mask(j)) continue;
+    const double w = std::exp(sigma * standard_normal(rng));
+    p[static_cast<std::size_t>(j)] = w;
+    total += w;
+  }
+  if (total <= 0) {
+    for (Index j = 0; j < keys; ++j) p[static_cast<std::size_t>(j)] = 1.0 / static_cast<double>(keys);
+    return;
+  }
+  for (Index j = 0; j < keys; ++j) p[static_cast<std::size_t>(j)] /= total;
+}
+
+/// p := the given (key, weight) targets among keys [0, keys), renormalised; own token when none is visible.
+inline void point_mass(std::vector<double>& p, Index i, Index keys,
+                       const std::vector<std::pair<Index, double>>& targets) {
+  std::fill(p.begin(), p.end(), 0.0);
+  double total = 0;
+  for (const auto& [j, w] : targets)
+    if (j >= 0 && j < keys) p[static_cast<std::size_t>(j)] += w, total += w;
+  if (total <= 0) {
+    p[static_cast<std::size_t>(std::min(i, keys - 1))] = 1.0;
+    return;
+  }
+  for (Index j = 0; j < keys; ++j) p[static_cast<std::size_t>(j)] /= total;
+}
+
+}  // namespace detail
+
+/// One seeded prototype of class `cls` (see the file comment for the generator).
+inline LabelledPatternMap pattern_prototype(AttentionPattern cls, std::mt19937_64& rng,
+                                            const PrototypeOptions& o = {}) {
+  require(o.min_length >= 9 && o.max_length >= o.min_length, "pattern prototypes: lengths [", o.min_length, ", ",
+          o.max_length, "] must satisfy 9 <= min_length <= max_length");
+  require(o.two_segment_share >= 0 && o.two_segment_share <= 1, "pattern prototypes: two_segment_share ",
+          o.two_segment_share, " is not in [0, 1]");
+  using detail::uniform;
+  const Index n = detail::uniform_index(rng, o.min_length, o.max_length);
+  const bool two = cls == AttentionPattern::block || detail::uniform01(rng) < o.two_segment_share;
+  LabelledPatternMap out;
+  out.label = static_cast<int>(cls);
+  out.length = n;
+  out.causal = o.causal;
+  out.tokens = detail::prototype_tokens(n, o.causal, two, rng);
+  const auto& tokens = out.tokens;
+  auto keys_of = [&](Index i) { return o.causal ? i + 1 : n; };
+
+  // Per-map choices.
+  double sigma_background = uniform(rng, 0.5, 2.0);
+  double strength = 0, strength_v = 0, strength_d = 0, sigma_block = 0;
+  std::vector<std::pair<Index, double>> stripes;  // (column, weight)
+  std::vector<std::pair<Index, double>> offsets;  // (i - j offset as key = i + offset, weight)
+  int heterogeneous_kind = 0;
+  std::vector<double> column_bias;  // smooth heterogeneous maps: [n]
+  double segment_bias = 0;
+  auto choose_stripes = [&] {
+    for (Index j = 0; j < n; ++j)
+      if (tokens[static_cast<std::size_t>(j)].is_special && ((o.causal && j == 0) || detail::uniform01(rng) < 0.6))
+        stripes.push_back({j, uniform(rng, 0.2, 1.0)});
+    if (detail::uniform01(rng) < 0.3) {
+      Index j = detail::uniform_index(rng, 0, n - 1);
+      while (tokens[static_cast<std::size_t>(j)].is_special) j = detail::uniform_index(rng, 0, n - 1);
+      stripes.push_back({j, uniform(rng, 0.2, 1.0)});
+    }
+    if (stripes.empty()) stripes.push_back({n - 1, 1.0});  // the final [SEP]
+  };
+  auto choose_offsets = [&] {
+    const double r = detail::uniform01(rng), split = uniform(rng, 0.3, 0.7);
+    if (o.causal) {
+      if (r < 0.6)
+        offsets = {{-1, 1.0}};
+      else if (r < 0.8)
+        offsets = {{0, 1.0}};
+      else
+        offsets = {{-1, split}, {0, 1 - split}};
+    } else {
+      if (r < 0.3)
+        offsets = {{-1, 1.0}};
+      else if (r < 0.6)
+        offsets = {{1, 1.0}};
+      else if (r < 0.85)
+        offsets = {{-1, split}, {1, 1 - split}};
+      else
+        offsets = {{0, 1.0}};
+    }
+  };
+  switch (cls) {
+    case AttentionPattern::vertical:
+      strength = uniform(rng, 0.65, 0.95);
+      choose_stripes();
+      break;
+    case AttentionPattern::diagonal:
+      strength = uniform(rng, 0.65, 0.95);
+      choose_offsets();
+      break;
+    case AttentionPattern::vertical_diagonal: {
+      strength_v = uniform(rng, 0.4, 0.6), strength_d = uniform(rng, 0.4, 0.6);
+      const double sum = strength_v + strength_d;
+      if (sum > 0.97) strength_v *= 0.97 / sum, strength_d *= 0.97 / sum;
+      choose_stripes();
+      choose_offsets();
+      break;
+    }
+    case AttentionPattern::block:
+      strength = uniform(rng, 0.75, 0.97);
+      sigma_block = uniform(rng, 0.0, 1.0);
+      break;
+    case AttentionPattern::heterogeneous: {
+      const double r = detail::uniform01(rng);
+      heterogeneous_kind = r < 0.3 ? 0 : r < 0.6 ? 1 : r < 0.75 ? 2 : 3;
+      if (heterogeneous_kind == 0) sigma_background = uniform(rng, 1.0, 3.0), strength = 0;
+      if (heterogeneous_kind == 1) strength = uniform(rng, 0.5, 0.9);
+      if (heterogeneous_kind == 2) sigma_background = uniform(rng, 0.05, 0.5), strength = 0;
+      if (heterogeneous_kind == 3) {
+        const double sigma_columns = uniform(rng, 0.2, 1.2);
+        column_bias.resize(static_cast<std::size_t>(n));
+        for (double& c : column_bias) c = sigma_columns * detail::standard_normal(rng);
+        segment_bias = two ? uniform(rng, -0.6, 0.6) : 0.0;
+        sigma_background = 0.3, strength = 0;
+      }
+      break;
+    }
+  }
+
+  std::vector<double> row(static_cast<std::size_t>(n)), background(row.size()), p(row.size());
+  std::vector<std::pair<Index, double>> targets;
+  out.weights.assign(static_cast<std::size_t>(n * n), 0.0f);
+  for (Index i = 0; i < n; ++i) {
+    const Index keys = keys_of(i);
+    const auto jitter = [&](double w) {
+      return w > 0 ? std::clamp(w + 0.05 * detail::standard_normal(rng), 0.0, 1.0) : 0.0;
+    };
+    std::fill(row.begin(), row.end(), 0.0);
+    detail::random_softmax(background, keys, sigma_background, rng, [](Index) { return true; });
+    if (!column_bias.empty()) {  // smooth heterogeneous: shared column and sentence biases on the noise
+      double total = 0;
+      for (Index j = 0; j < keys; ++j) {
+        const bool same = tokens[static_cast<std::size_t>(j)].segment == tokens[static_cast<std::size_t>(i)].segment;
+        background[static_cast<std::size_t>(j)] *=
+            std::exp(column_bias[static_cast<std::size_t>(j)] + (same ? segment_bias : 0.0));
+        total += background[static_cast<std::size_t>(j)];
+      }
+      for (Index j = 0; j < keys; ++j) background[static_cast<std::size_t>(j)] /= total;
+    }
+    double used = 0;  // pattern mass of this row
+    auto add_pattern = [&](double w) {
+      detail::add_scaled(row, p, w, keys);
+      used += w;
+    };
+    auto stripe_row = [&] { detail::point_mass(p, i, keys, stripes); };
+    auto offset_row = [&] {
+      targets.clear();
+      for (const auto& [offset, w] : offsets) targets.push_back({i + offset, w});
+      detail::point_mass(p, i, keys, targets);
+    };
+    switch (cls) {
+      case AttentionPattern::vertical:
+        stripe_row();
+        add_pattern(jitter(strength));
+        break;
+      case AttentionPattern::diagonal:
+        offset_row();
+        add_pattern(jitter(strength));
+        break;
+      case AttentionPattern::vertical_diagonal: {
+        const double wv = jitter(strength_v), wd = jitter(strength_d), scale = wv + wd > 1 ? 1 / (wv + wd) : 1.0;
+        stripe_row();
+        add_pattern(wv * scale);
+        offset_row();
+        add_pattern(wd * scale);
+        break;
+      }
+      case AttentionPattern::block: {
+        const int segment = tokens[static_cast<std::size_t>(i)].segment;
+        detail::random_softmax(p, keys, sigma_block, rng,
+                               [&](Index j) { return tokens[static_cast<std::size_t>(j)].segment == segment; });
+        add_pattern(jitter(strength));
+        break;
+      }
+      case AttentionPattern::heterogeneous:
+        if (heterogeneous_kind == 1) {
+          targets.clear();
+          const Index picks = detail::uniform_index(rng, 1, 3);
+          for (Index k = 0; k < picks; ++k)
+            targets.push_back({detail::uniform_index(rng, 0, keys - 1), uniform(rng, 0.2, 1.0)});
+          detail::point_mass(p, i, keys, targets);
+          add_pattern(jitter(strength));
+        }
+        break;
+    }
+    detail::add_scaled(row, background, std::max(0.0, 1.0 - used), keys);  // used may round to 1 + 1e-16
+    for (Index j = 0; j < keys; ++j)
+      out.weights[static_cast<std::size_t>(i * n + j)] = static_cast<float>(row[static_cast<std::size_t>(j)]);
+  }
+  return out;
+}
+
+/// `per_class` prototypes of each of the paper's five classes, interleaved (vertical, diagonal, ...,
+/// heterogeneous, vertical, ...), from one seed.
+inline std::vector<LabelledPatternMap> pattern_prototypes(std::size_t per_class, std::uint64_t seed,
+                                                          const PrototypeOptions& o = {}) {
+  std::mt19937_64 rng(seed);
+  std::vector<LabelledPatternMap> out;
+  out.reserve(per_class * 5);
+  for (std::size_t k = 0; k < per_class; ++k)
+    for (int c = 0; c < 5; ++c) out.push_back(pattern_prototype(static_cast<AttentionPattern>(c), rng, o));
+  return out;
+}
+
+}  // namespace darkbert::study
