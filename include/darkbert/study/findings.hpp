@@ -86,7 +86,7 @@ inline void write_findings(const DataRoot& root, const StudyRun& run) {
   (void)root;
   const fs::path out = run.out, units = out / "units", results = out / "results";
   fs::create_directories(results);
-  const auto config = ModelConfig::from_file(run.model / "config.json");
+  const auto config = ModelConfig::from_json_file(run.model / "config.json");
   const Index layers = config.num_layers, heads = config.num_heads;
   std::vector<std::string> tasks;
   for (GlueTask t : run.tasks) tasks.push_back(std::string(glue_task_info(t).name));
@@ -230,8 +230,12 @@ inline void write_findings(const DataRoot& root, const StudyRun& run) {
       if (h >= 0.32 && h <= 0.61) ++in_range;
     }
     s.table(t);
-    write_class_proportions_figure(results / "figure2_rules.png", rule_props, scheme);
-    write_class_proportions_figure(results / "figure2_cnn.png", cnn_props, scheme);
+    for (const char* ext : {".png", ".svg"}) {
+      write_class_proportions_figure(results / (std::string("figure2_rules") + ext), rule_props, scheme,
+                                     "Attention pattern classes per task (rules)");
+      write_class_proportions_figure(results / (std::string("figure2_cnn") + ext), cnn_props, scheme,
+                                     "Attention pattern classes per task (CNN)");
+    }
     s.figure({.png = "results/figure2_rules.png", .svg = "results/figure2_rules.svg",
               .caption = "Figure 2 (rule classifier): class proportions per task."});
     s.figure({.png = "results/figure2_cnn.png", .svg = "results/figure2_cnn.svg",
@@ -266,10 +270,10 @@ inline void write_findings(const DataRoot& root, const StudyRun& run) {
     auto& s = r.section("§3.2 Relation-specific heads (FrameNet)");
     const auto f = FrameNetHeadsResult::load(units / "framenet");
     write_framenet_figures(f, results / "framenet");
-    s.paragraph("FrameNet " + f.release.version + " (" + f.release.kind + "): the paper's released selection keeps " +
+    s.paragraph("FrameNet `" + f.release.version + "` (" + f.release.kind + "): the paper's released selection keeps " +
                 r.count("framenet.paper_selection", static_cast<std::int64_t>(f.paper.annotation_sets)) +
                 " annotated sentences (the paper: " + r.count("paper.framenet.selection", 473) +
-                " on FrameNet 1.7); darkbert's earlier selection keeps " +
+                " on FrameNet `1.7`); darkbert's earlier selection keeps " +
                 r.count("framenet.darkbert_selection", static_cast<std::int64_t>(f.darkbert.annotation_sets)) + ". " +
                 r.count("framenet.scored", static_cast<std::int64_t>(f.scored)) + " sentences were scored.");
     std::vector<double> all;
@@ -284,8 +288,10 @@ inline void write_findings(const DataRoot& root, const StudyRun& run) {
     s.paragraph("Heads above the 99th percentile (" + r.number("framenet.threshold", f.threshold, 3) + "): " +
                 (top.empty() ? std::string("none") : detail::join(top, ", ")) + "; the median head scores " +
                 r.number("framenet.median", median, 3) + ".");
-    s.figure({.png = "results/framenet/framenet_max_attention.png", .svg = "results/framenet/framenet_max_attention.svg",
+    s.figure({.png = "results/framenet/framenet_heads.png", .svg = "results/framenet/framenet_heads.svg",
               .caption = "Figure 3: per head, the mean over sentences of the largest target -> core-element weight."});
+    s.figure({.png = "results/framenet/framenet_example_all_heads.png", .svg = "results/framenet/framenet_example_all_heads.svg",
+              .caption = "Every head's map on the paper's example sentence, He was becoming agitated."});
     const double best = f.top.empty() ? std::numeric_limits<double>::quiet_NaN() : f.top.front().value;
     const bool stands_out = !f.top.empty() && best >= 2 * median;
     s.claim({.claim = "Two heads of BERT-base attend from a frame's target to its core elements, above the 99th percentile.",

@@ -185,7 +185,7 @@ inline StudyPlan plan_study(const DataRoot& root, const ReproduceOptions& o) {
     run.model = default_model(root, "bert", {.show_progress = o.show_progress, .log = o.log});
     run.model_description = "darkbert's default study model (recipe `study`, " + default_model_dir(root, "bert").filename().string() + ")";
   }
-  const auto config = ModelConfig::from_file(run.model / "config.json");
+  const auto config = ModelConfig::from_json_file(run.model / "config.json");
   require(!config.causal, "reproduce: ", run.model.string(), " is a causal model; the GPT-2 study is not part of this command yet");
 
   for (GlueTask t : o.tasks.empty() ? detail::paper_tasks() : o.tasks) {
