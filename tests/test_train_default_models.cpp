@@ -35,10 +35,10 @@ struct Stop {};  // thrown after a checkpoint: the run ends as a kill would end 
 TEST_CASE("default_model pretrains on first use into <cache>/models, then serves the cached folder") {
   const auto cache = darkbert::test::scratch_dir("default_models_first_use");
   const auto root = darkbert::DataRoot::single(darkbert::test::data_dir(), cache);
-  const auto expected = cache / "models" / "mini-bert-v2";
+  const auto expected = cache / "models" / "study-bert-v3";
   CHECK(darkbert::default_model_dir(root, "bert") == expected);
   CHECK(darkbert::default_model_dir(root, "gpt2") == cache / "models" / "mini-gpt2-v3");
-  CHECK(darkbert::default_model_version("bert") == 2);
+  CHECK(darkbert::default_model_version("bert") == 3);
   CHECK(darkbert::default_model_version("gpt2") == 3);
 
   std::ostringstream log;
