@@ -175,10 +175,16 @@ TEST_CASE("both classifiers label every planted head of a real BERT forward corr
   std::uint64_t total = 0;
   for (auto n : r.cnn_counts) total += n;
   CHECK(total == inputs.size() * 8);
-  // Kept example maps are ones both classifiers agree on, at most 4 per class and one per head.
-  for (const auto& m : r.example_maps) {
+  // Kept example maps are ones both classifiers agree on, at most 4 per class, one per head and per example.
+  for (std::size_t a = 0; a < r.example_maps.size(); ++a) {
+    const auto& m = r.example_maps[a];
     CHECK(r.count(PatternClassifier::cnn, m.layer, m.head, m.label) > 0);
     CHECK(r.count(PatternClassifier::rules, m.layer, m.head, m.label) > 0);
+    for (std::size_t b = 0; b < a; ++b)
+      if (r.example_maps[b].label == m.label) {
+        CHECK(r.example_maps[b].example != m.example);
+        CHECK((r.example_maps[b].layer != m.layer || r.example_maps[b].head != m.head));
+      }
   }
   CHECK(r.examples_full(static_cast<int>(AttentionPattern::diagonal)) == false);  // 2 diagonal heads < 4
 }
