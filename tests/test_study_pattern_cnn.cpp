@@ -73,15 +73,15 @@ TEST_CASE("the CNN trained on prototypes: held-out F1 and agreement with the rul
           ", rules ", e.rules->macro_f1, ", agreement ", e.agreement->share, " (kappa ", e.agreement->kappa, ")");
   CHECK(e.training_maps == 300);
   CHECK(e.cnn.maps == 150);
-  // Measured 0.93 with this small set (60 per class, 10 epochs; the default 300 per class reaches 0.99); the
+  // Measured 0.91 with this small set (60 per class, 10 epochs; the default 300 per class reaches 0.99); the
   // bound leaves room for other compilers' rounding.
   CHECK(e.cnn.macro_f1 >= 0.85);
   for (double f : e.cnn.f1) CHECK(f >= 0.75);
   REQUIRE(e.rules);
   CHECK(e.rules->macro_f1 >= 0.95);
   REQUIRE(e.agreement);
-  CHECK(e.agreement->share >= 0.85);  // measured 0.93
-  CHECK(e.agreement->kappa >= 0.8);   // measured 0.92
+  CHECK(e.agreement->share >= 0.85);  // measured 0.90
+  CHECK(e.agreement->kappa >= 0.8);   // measured 0.87
   // The loss went down.
   const auto& loss = t.cnn.training_loss();
   REQUIRE(loss.size() == 10);
