@@ -245,15 +245,21 @@ struct AttentionPatternResult {
     for (const auto& e : other.example_maps) keep_example(e);
   }
 
-  /// Keeps `e` unless its class has examples_per_class maps already or one of the same head.
-  bool keep_example(const PatternExampleMap& e) {
+  /// Whether a map of class `label` from (layer, head) on example `example` would be kept: not when the class
+  /// has examples_per_class maps already, or one of the same head or of the same example (so a figure shows
+  /// different heads on different inputs).
+  bool accepts_example(int label, Index layer, Index head, std::size_t example) const {
     std::size_t have = 0;
     for (const auto& x : example_maps) {
-      if (x.label != e.label) continue;
+      if (x.label != label) continue;
       ++have;
-      if (x.layer == e.layer && x.head == e.head) return false;
+      if ((x.layer == layer && x.head == head) || x.example == example) return false;
     }
-    if (have >= examples_per_class) return false;
+    return have < examples_per_class;
+  }
+  /// Keeps `e` if accepts_example says so; returns whether it did.
+  bool keep_example(const PatternExampleMap& e) {
+    if (!accepts_example(e.label, e.layer, e.head, e.example)) return false;
     example_maps.push_back(e);
     return true;
   }
@@ -593,8 +599,8 @@ class AttentionPatternCounter {
       ++result_.rule_counts[static_cast<std::size_t>(m) * K + static_cast<std::size_t>(rule)];
       ++result_.cnn_counts[static_cast<std::size_t>(m) * K + static_cast<std::size_t>(cnn)];
       ++result_.agreement_counts[static_cast<std::size_t>(rule) * K + static_cast<std::size_t>(cnn)];
-      if (rule == cnn && !result_.examples_full(cnn)) {
-        const Index l = m / result_.heads, h = m % result_.heads;
+      const Index l = m / result_.heads, h = m % result_.heads;
+      if (rule == cnn && result_.accepts_example(cnn, l, h, example)) {
         result_.keep_example(
             {cnn, l, h, example, n, resample_attention_map(view.map(l, h), L, n, result_.example_size)});
       }

@@ -47,7 +47,6 @@
 
 #include <omp.h>  // omp_get_max_threads, omp_set_num_threads
 
-#include <Eigen/Core>           // Eigen::MatrixXd (resampling)
 #include <algorithm>            // std::max, std::min, std::max_element, std::fill
 #include <cctype>               // std::isspace
 #include <charconv>             // std::from_chars
@@ -87,23 +86,34 @@ template <class T>
 std::vector<float> resample_attention_map(const T* map, Index stride, Index n, Index size) {
   require(map != nullptr && n >= 1 && stride >= n && size >= 1, "resample_attention_map: bad map (n = ", n,
           ", row stride ", stride, ") or size ", size);
-  // A [size, n]: A(p, t) = overlap of token t with pixel p, over the pixel's width (rows sum to 1).
-  Eigen::MatrixXd a = Eigen::MatrixXd::Zero(size, n);
+  // Pixel p covers tokens [p n/size, (p+1) n/size): its (token, weight) pairs, weight = overlap / pixel width
+  // (they sum to 1). Plain loops over these few pairs: no BLAS call (and no thread team) per small map.
+  struct Tap {
+    Index token;
+    double weight;
+  };
+  std::vector<std::vector<Tap>> taps(static_cast<std::size_t>(size));
   const double width = static_cast<double>(n) / static_cast<double>(size);
   for (Index p = 0; p < size; ++p) {
     const double lo = static_cast<double>(p) * width, hi = static_cast<double>(p + 1) * width;
     for (Index t = static_cast<Index>(lo); t < n && static_cast<double>(t) < hi; ++t) {
       const double overlap = std::min(hi, static_cast<double>(t + 1)) - std::max(lo, static_cast<double>(t));
-      if (overlap > 0) a(p, t) = overlap / width;
+      if (overlap > 0) taps[static_cast<std::size_t>(p)].push_back({t, overlap / width});
     }
   }
-  Eigen::MatrixXd m(n, n);
-  for (Index i = 0; i < n; ++i)
-    for (Index j = 0; j < n; ++j) m(i, j) = static_cast<double>(map[i * stride + j]);
-  const Eigen::MatrixXd r = a * m * a.transpose();  // [size, size]
+  // rows [size, n] = A map, then out [size, size] = rows A^T.
+  std::vector<double> rows(static_cast<std::size_t>(size * n), 0.0);
+  for (Index p = 0; p < size; ++p)
+    for (const auto& [t, w] : taps[static_cast<std::size_t>(p)])
+      for (Index j = 0; j < n; ++j)
+        rows[static_cast<std::size_t>(p * n + j)] += w * static_cast<double>(map[t * stride + j]);
   std::vector<float> out(static_cast<std::size_t>(size * size));
   for (Index p = 0; p < size; ++p)
-    for (Index q = 0; q < size; ++q) out[static_cast<std::size_t>(p * size + q)] = static_cast<float>(r(p, q));
+    for (Index q = 0; q < size; ++q) {
+      double v = 0;
+      for (const auto& [t, w] : taps[static_cast<std::size_t>(q)]) v += w * rows[static_cast<std::size_t>(p * n + t)];
+      out[static_cast<std::size_t>(p * size + q)] = static_cast<float>(v);
+    }
   return out;
 }
 

@@ -19,7 +19,9 @@
 ///               token; w ~ U[0.65, 0.95]
 /// vertical_diagonal  both patterns, w_v and w_d ~ U[0.4, 0.6] each (scaled to a sum <= 0.97)
 /// block         pattern: a softmax of N(0, s_b^2) logits, s_b ~ U[0, 1], over the keys of the query's
-///               own segment (its special tokens included); w ~ U[0.75, 0.97]
+///               own segment (its special tokens included); half of the maps textured inside the blocks, as
+///               trained models' are: logits + U[0.5, 1.5] on keys 1-3 tokens away and + U[0.5, 1.5] on up to
+///               three ordinary columns; w ~ U[0.75, 0.97]
 /// heterogeneous one of: dense random logits with s ~ U[1, 3] (30%); 1-3 random keys per row with
 ///               w ~ U[0.5, 0.9] (30%); near-uniform, s ~ U[0.05, 0.5] (15%); smooth (25%): logits
 ///               c_j + b [same segment] + N(0, 0.3^2) with a column bias c_j ~ N(0, s_c^2) shared by all
@@ -43,10 +45,11 @@
 /// // maps[k].weights: [n, n] row-major; maps[k].label: AttentionPattern index; maps[k].tokens: [n]
 /// @endcode
 
-#include <algorithm>  // std::clamp, std::min, std::max
+#include <algorithm>  // std::clamp, std::min, std::max, std::find
 #include <cmath>      // std::exp, std::log, std::sqrt, std::cos
 #include <cstddef>    // std::size_t
 #include <cstdint>    // std::uint64_t
+#include <cstdlib>    // std::abs (integers)
 #include <numbers>    // std::numbers::pi
 #include <random>     // std::mt19937_64
 #include <string>     // std::string
@@ -175,7 +178,8 @@ inline LabelledPatternMap pattern_prototype(AttentionPattern cls, std::mt19937_6
 
   // Per-map choices.
   double sigma_background = uniform(rng, 0.5, 2.0);
-  double strength = 0, strength_v = 0, strength_d = 0, sigma_block = 0;
+  double strength = 0, strength_v = 0, strength_d = 0, sigma_block = 0, band_bias = 0, stripe_bias = 0;
+  std::vector<Index> block_stripes;               // textured blocks: ordinary columns with extra weight
   std::vector<std::pair<Index, double>> stripes;  // (column, weight)
   std::vector<std::pair<Index, double>> offsets;  // (i - j offset as key = i + offset, weight)
   int heterogeneous_kind = 0;
@@ -232,6 +236,14 @@ inline LabelledPatternMap pattern_prototype(AttentionPattern cls, std::mt19937_6
     case AttentionPattern::block:
       strength = uniform(rng, 0.75, 0.97);
       sigma_block = uniform(rng, 0.0, 1.0);
+      if (detail::uniform01(rng) < 0.5) {  // texture inside the blocks: a local band and a few stripes
+        band_bias = uniform(rng, 0.5, 1.5);
+        stripe_bias = uniform(rng, 0.5, 1.5);
+        for (int k = 0; k < 3; ++k) {
+          const Index j = detail::uniform_index(rng, 0, n - 1);
+          if (!tokens[static_cast<std::size_t>(j)].is_special) block_stripes.push_back(j);
+        }
+      }
       break;
     case AttentionPattern::heterogeneous: {
       const double r = detail::uniform01(rng);
@@ -302,6 +314,17 @@ inline LabelledPatternMap pattern_prototype(AttentionPattern cls, std::mt19937_6
         const int segment = tokens[static_cast<std::size_t>(i)].segment;
         detail::random_softmax(p, keys, sigma_block, rng,
                                [&](Index j) { return tokens[static_cast<std::size_t>(j)].segment == segment; });
+        if (band_bias > 0 || stripe_bias > 0) {
+          double total = 0;
+          for (Index j = 0; j < keys; ++j) {
+            const Index d = std::abs(i - j);
+            const bool stripe = std::find(block_stripes.begin(), block_stripes.end(), j) != block_stripes.end();
+            p[static_cast<std::size_t>(j)] *=
+                std::exp((d >= 1 && d <= 3 ? band_bias : 0.0) + (stripe ? stripe_bias : 0.0));
+            total += p[static_cast<std::size_t>(j)];
+          }
+          for (Index j = 0; j < keys; ++j) p[static_cast<std::size_t>(j)] /= total;
+        }
         add_pattern(jitter(strength));
         break;
       }
