@@ -239,6 +239,10 @@ TEST_CASE("aggregate_disable_heads: mean and sd per head and layer, shares and e
   CHECK(darkbert::test::message_of([&] { study::aggregate_disable_heads(other); }).find("cannot aggregate MRPC") !=
         std::string::npos);
   other = seeds;
+  other[1].examples = 12;
+  CHECK(darkbert::test::message_of([&] { study::aggregate_disable_heads(other); }) ==
+        "disable heads: RTE seed 2 was scored on 12 examples, seed 1 on 10; scores on different examples do not average");
+  other = seeds;
   other[2].seed = 1;
   CHECK(darkbert::test::message_of([&] { study::aggregate_disable_heads(other); }).find("seed 1 appears twice") !=
         std::string::npos);

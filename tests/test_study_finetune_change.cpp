@@ -220,6 +220,10 @@ TEST_CASE("aggregate_fine_tune_change: mean and sd per head and per layer over s
   mixed[2].task = "MRPC";
   CHECK(darkbert::test::message_of([&] { study::aggregate_fine_tune_change(mixed); }).find("cannot aggregate MRPC with RTE") !=
         std::string::npos);
+  auto fewer = seeds;
+  fewer[1].cosine.examples = 4;
+  CHECK(darkbert::test::message_of([&] { study::aggregate_fine_tune_change(fewer); }).find("seed 2 was measured on 4 examples") !=
+        std::string::npos);
   auto twice = seeds;
   twice[1].seed = 3;
   CHECK(darkbert::test::message_of([&] { study::aggregate_fine_tune_change(twice); }).find("seed 3 appears twice") !=

@@ -344,6 +344,8 @@ inline DisableHeadsAggregate aggregate_disable_heads(const std::vector<DisableHe
   for (const auto& r : per_seed) {
     require(r.task == a.task && r.metric == a.metric && r.policy == a.policy, "disable heads: cannot aggregate ",
             r.task, " ", r.metric, " (", r.policy, ") with ", a.task, " ", a.metric, " (", a.policy, ")");
+    require(r.examples == first.examples, "disable heads: ", a.task, " seed ", r.seed, " was scored on ", r.examples,
+            " examples, seed ", first.seed, " on ", first.examples, "; scores on different examples do not average");
     a.seeds.push_back(r.seed);
     a.baselines.push_back(r.baseline);
     a.examples.push_back(r.examples);
@@ -465,15 +467,19 @@ inline void DisableHeadsAggregate::save(const std::filesystem::path& dir) const 
   j["best_head_gain"] = detail::numbers_json(best_head_gain);
   write_file_atomically(dir / "disable_heads.json", j.dump(2) + "\n");
   const std::string over = " (mean over " + std::to_string(seeds.size()) + (seeds.size() == 1 ? " seed)" : " seeds)");
-  write_head_change_figure(dir / "head_change", head_change_mean, task + ": one head disabled" + over, metric);
+  write_head_change_figure(dir / "head_change", head_change_mean, task + ": one head disabled" + over + " (Figure 8)",
+                           metric);
+  // Figure 9: each seed's change and their mean (the sd column is not a change, so it stays in the tables).
+  const auto columns = static_cast<Index>(seeds.size()) + 1;
+  const Matrix<double> shown = detail::matrix_of(layer_change).leftCols(columns);
   HeatmapOptions o;
   o.title = task + ": one layer disabled (Figure 9)";
-  o.x = {"", layer_change.col_names, 0};
+  o.x = {"", std::vector<std::string>(layer_change.col_names.begin(), layer_change.col_names.begin() + columns), 0};
   o.y = {"layer", {}, 0};
   o.value_label = metric + " with the layer disabled - baseline";
   o.map = Colormap::coolwarm();
   o.precision = 3;
-  detail::write_png_and_svg(dir / "layer_change", detail::matrix_of(layer_change), o);
+  detail::write_png_and_svg(dir / "layer_change", shown, o);
 }
 
 inline DisableHeadsAggregate DisableHeadsAggregate::load(const std::filesystem::path& dir) {

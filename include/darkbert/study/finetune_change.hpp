@@ -302,6 +302,9 @@ inline FineTuneChangeAggregate aggregate_fine_tune_change(const std::vector<Fine
   std::vector<std::vector<double>> columns;
   for (const auto& r : per_seed) {
     require(r.task == a.task, "fine-tuning change: cannot aggregate ", r.task, " with ", a.task);
+    require(r.examples() == per_seed.front().examples(), "fine-tuning change: ", a.task, " seed ", r.seed,
+            " was measured on ", r.examples(), " examples, seed ", per_seed.front().seed, " on ",
+            per_seed.front().examples(), "; measurements on different examples do not average");
     a.seeds.push_back(r.seed);
     a.examples.push_back(r.examples());
     grids.push_back(r.cosine);

@@ -27,10 +27,17 @@
 /// @endcode
 ///
 /// Output folder: recipe.json (what every run of the table shares; a rerun with another recipe is refused
-/// by name), runs.csv (`task,setting,seed,metric,value,majority_rate,seconds`, one row per run and metric),
+/// by name), runs.csv (`task,setting,seed,metric,value,majority_rate,seconds`, one row per run and metric;
+/// read and written under runs.csv.lock, so one process per core may run units into the same folder),
 /// table.md and table.json (= FineTuneTable::summary()).
 
-#include <algorithm>   // std::find, std::remove_if
+#include <fcntl.h>     // ::open
+#include <sys/file.h>  // ::flock
+#include <unistd.h>    // ::close
+
+#include <algorithm>   // std::find
+#include <cerrno>      // errno
+#include <cstring>     // std::strerror
 #include <array>       // std::array
 #include <chrono>      // std::chrono::steady_clock
 #include <cstdint>     // std::uint64_t, std::int64_t
@@ -638,6 +645,30 @@ inline bool has_fine_tuned_checkpoint(const std::filesystem::path& dir) {
 
 namespace detail {
 
+// An exclusive advisory lock on `<table>/runs.csv.lock` while runs.csv is read and rewritten, so processes
+// running different units into one table folder (one per core) never lose each other's rows. flock is
+// released by the kernel if the process dies.
+class RunsLock {
+ public:
+  explicit RunsLock(const std::filesystem::path& table_dir) {
+    const auto path = table_dir / "runs.csv.lock";
+    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ < 0) fail(path.string(), ": cannot open the lock file: ", std::strerror(errno));
+    while (::flock(fd_, LOCK_EX) != 0)
+      if (errno != EINTR) {
+        const int err = errno;
+        ::close(fd_);
+        fail(path.string(), ": cannot lock: ", std::strerror(err));
+      }
+  }
+  ~RunsLock() { ::close(fd_); }
+  RunsLock(const RunsLock&) = delete;
+  RunsLock& operator=(const RunsLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
 // Creates `out` and its recipe.json, or checks that an existing one says the same.
 inline void claim_table_folder(const std::filesystem::path& out, const nlohmann::json& recipe) {
   std::filesystem::create_directories(out);
@@ -667,23 +698,30 @@ struct FineTuneTableOptions {
 /// Runs one unit of Table 1 into the table folder `out` and records it in runs.csv; a unit already there is
 /// not run again (returns false), unless its kept checkpoint is asked for and missing, in which case its
 /// rows are replaced. The checkpoint (with metrics.json) is written before the rows, so a kill leaves
-/// either no rows or rows and a whole checkpoint. Returns whether it ran.
+/// either no rows or rows and a whole checkpoint. Returns whether it ran and recorded the unit. Processes
+/// may run different units into one folder at once (runs.csv is read and written under a lock file);
+/// tables of different machines merge with FineTuneTable::merge.
 template <class T = float>
 bool run_fine_tune_table_unit(const DataRoot& root, const std::filesystem::path& model_dir,
                               const std::filesystem::path& tokenizer_dir, const std::filesystem::path& out,
                               const FineTuneUnit& unit, const FineTuneRecipe& recipe,
                               const FineTuneTableOptions& options = {}) {
-  detail::claim_table_folder(out, table_recipe(model_dir, recipe));
   const auto runs_path = out / "runs.csv";
-  FineTuneTable table;
-  table.rows = read_fine_tune_runs(runs_path);
   const bool keep = options.keep_checkpoint && unit.setting == FineTuneSetting::pretrained;
   const auto checkpoint_dir = fine_tuned_checkpoint_dir(out, unit.task, unit.seed);
-  if (table.has(unit)) {
-    if (!keep || has_fine_tuned_checkpoint(checkpoint_dir)) return false;
-    const std::string task(glue_task_info(unit.task).name), setting(to_string(unit.setting));
-    std::erase_if(table.rows, [&](const FineTuneRow& r) { return r.task == task && r.setting == setting && r.seed == unit.seed; });
-    write_file_atomically(runs_path, std::string(detail::runs_header) + detail::runs_csv_lines(table.rows));
+  const std::string task(glue_task_info(unit.task).name), setting(to_string(unit.setting));
+  auto is_unit = [&](const FineTuneRow& r) { return r.task == task && r.setting == setting && r.seed == unit.seed; };
+  {
+    std::filesystem::create_directories(out);
+    const detail::RunsLock lock(out);
+    detail::claim_table_folder(out, table_recipe(model_dir, recipe));
+    FineTuneTable table;
+    table.rows = read_fine_tune_runs(runs_path);
+    if (table.has(unit)) {
+      if (!keep || has_fine_tuned_checkpoint(checkpoint_dir)) return false;
+      std::erase_if(table.rows, is_unit);
+      write_file_atomically(runs_path, std::string(detail::runs_header) + detail::runs_csv_lines(table.rows));
+    }
   }
   if (options.log)
     options.log("== " + std::string(glue_task_info(unit.task).name) + ", " + std::string(to_string(unit.setting)) +
@@ -703,7 +741,11 @@ bool run_fine_tune_table_unit(const DataRoot& root, const std::filesystem::path&
     std::filesystem::remove_all(checkpoint_dir);
     std::filesystem::rename(partial, checkpoint_dir);
   }
-  // One finished run at a time: a kill loses at most the run in progress.
+  // One finished run at a time: a kill loses at most the run in progress. A process that ran the same
+  // unit meanwhile keeps its rows (the runs are identical).
+  const detail::RunsLock lock(out);
+  const auto rows = read_fine_tune_runs(runs_path);
+  if (std::any_of(rows.begin(), rows.end(), is_unit)) return false;
   append_file_atomically(runs_path, detail::runs_csv_lines(rows_of(run)), "fine-tuning runs");
   return true;
 }
