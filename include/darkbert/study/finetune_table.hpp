@@ -31,13 +31,8 @@
 /// read and written under runs.csv.lock, so one process per core may run units into the same folder),
 /// table.md and table.json (= FineTuneTable::summary()).
 
-#include <fcntl.h>     // ::open
-#include <sys/file.h>  // ::flock
-#include <unistd.h>    // ::close
 
 #include <algorithm>   // std::find
-#include <cerrno>      // errno
-#include <cstring>     // std::strerror
 #include <array>       // std::array
 #include <chrono>      // std::chrono::steady_clock
 #include <cstdint>     // std::uint64_t, std::int64_t
@@ -59,6 +54,7 @@
 #include "darkbert/core/atomic_file.hpp"            // write_file_atomically, append_file_atomically
 #include "darkbert/core/detail/text_file.hpp"       // read_text_file
 #include "darkbert/core/error.hpp"                  // darkbert::require, darkbert::fail
+#include "darkbert/core/file_lock.hpp"              // FileLock (runs.csv)
 #include "darkbert/data/glue.hpp"                   // GlueTask, load_glue_finetune
 #include "darkbert/data/root.hpp"                   // DataRoot
 #include "darkbert/io/json.hpp"                     // read_json_file
@@ -645,30 +641,6 @@ inline bool has_fine_tuned_checkpoint(const std::filesystem::path& dir) {
 
 namespace detail {
 
-// An exclusive advisory lock on `<table>/runs.csv.lock` while runs.csv is read and rewritten, so processes
-// running different units into one table folder (one per core) never lose each other's rows. flock is
-// released by the kernel if the process dies.
-class RunsLock {
- public:
-  explicit RunsLock(const std::filesystem::path& table_dir) {
-    const auto path = table_dir / "runs.csv.lock";
-    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd_ < 0) fail(path.string(), ": cannot open the lock file: ", std::strerror(errno));
-    while (::flock(fd_, LOCK_EX) != 0)
-      if (errno != EINTR) {
-        const int err = errno;
-        ::close(fd_);
-        fail(path.string(), ": cannot lock: ", std::strerror(err));
-      }
-  }
-  ~RunsLock() { ::close(fd_); }
-  RunsLock(const RunsLock&) = delete;
-  RunsLock& operator=(const RunsLock&) = delete;
-
- private:
-  int fd_ = -1;
-};
-
 // Creates `out` and its recipe.json, or checks that an existing one says the same.
 inline void claim_table_folder(const std::filesystem::path& out, const nlohmann::json& recipe) {
   std::filesystem::create_directories(out);
@@ -713,7 +685,7 @@ bool run_fine_tune_table_unit(const DataRoot& root, const std::filesystem::path&
   auto is_unit = [&](const FineTuneRow& r) { return r.task == task && r.setting == setting && r.seed == unit.seed; };
   {
     std::filesystem::create_directories(out);
-    const detail::RunsLock lock(out);
+    const FileLock lock(out / "runs.csv.lock");  // processes running units into one table take turns
     detail::claim_table_folder(out, table_recipe(model_dir, recipe));
     FineTuneTable table;
     table.rows = read_fine_tune_runs(runs_path);
@@ -743,7 +715,7 @@ bool run_fine_tune_table_unit(const DataRoot& root, const std::filesystem::path&
   }
   // One finished run at a time: a kill loses at most the run in progress. A process that ran the same
   // unit meanwhile keeps its rows (the runs are identical).
-  const detail::RunsLock lock(out);
+  const FileLock lock(out / "runs.csv.lock");  // processes running units into one table take turns
   const auto rows = read_fine_tune_runs(runs_path);
   if (std::any_of(rows.begin(), rows.end(), is_unit)) return false;
   append_file_atomically(runs_path, detail::runs_csv_lines(rows_of(run)), "fine-tuning runs");

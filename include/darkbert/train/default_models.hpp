@@ -16,18 +16,14 @@
 /// uninterrupted training). Two processes asking at once take turns on a lock file; the second finds the
 /// model the first trained.
 
-#include <fcntl.h>     // ::open
-#include <sys/file.h>  // ::flock
-#include <unistd.h>    // ::close
 
-#include <cerrno>      // errno
-#include <cstring>     // std::strerror
 #include <filesystem>  // std::filesystem
 #include <optional>    // std::optional
 #include <ostream>     // std::ostream
 #include <string>      // std::string
 
 #include "../core/error.hpp"
+#include "../core/file_lock.hpp"
 #include "../data/root.hpp"
 #include "pretraining_recipe.hpp"
 #include "pretraining_run.hpp"
@@ -76,28 +72,6 @@ struct DefaultModelOptions {
 
 namespace detail {
 
-// An exclusive advisory lock on a file, held for the object's lifetime (flock: released by the kernel
-// if the process dies, so a killed training never leaves the cache locked).
-class FileLock {
- public:
-  explicit FileLock(const std::filesystem::path& path) {
-    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd_ < 0) fail(path.string(), ": cannot open the lock file: ", std::strerror(errno));
-    while (::flock(fd_, LOCK_EX) != 0)
-      if (errno != EINTR) {
-        const int err = errno;
-        ::close(fd_);
-        fail(path.string(), ": cannot lock: ", std::strerror(err));
-      }
-  }
-  ~FileLock() { ::close(fd_); }
-  FileLock(const FileLock&) = delete;
-  FileLock& operator=(const FileLock&) = delete;
-
- private:
-  int fd_ = -1;
-};
-
 inline bool is_model_folder(const std::filesystem::path& dir) {
   std::error_code ec;
   return std::filesystem::is_regular_file(dir / "config.json", ec) && std::filesystem::is_regular_file(dir / "model.safetensors", ec);
@@ -114,7 +88,7 @@ inline std::filesystem::path cached_model(const DataRoot& root, const std::strin
   const fs::path dir = cached_model_dir(root, recipe, arch);
   if (detail::is_model_folder(dir)) return dir;
   fs::create_directories(dir.parent_path());
-  const detail::FileLock lock(fs::path(dir.string() + ".lock"));
+  const FileLock lock(fs::path(dir.string() + ".lock"));
   if (detail::is_model_folder(dir)) return dir;  // trained by another process while this one waited
 
   const fs::path partial = dir.string() + ".partial";
