@@ -24,7 +24,7 @@ endif()
 if(NOT log MATCHES "check: every file parses")
   message(FATAL_ERROR "reproduce --check did not report:\n${log}")
 endif()
-foreach(f report.md report.html summary.json table1/runs.csv table1/table.md results/figure2_rules.png
+foreach(f report.md report.html summary.json table1/runs.csv results/table1/table.md results/figure2_rules.png
           results/figure2_cnn.svg results/framenet/framenet_heads.png units/study.json)
   if(NOT EXISTS "${study}/${f}")
     message(FATAL_ERROR "reproduce --quick did not write ${f}")

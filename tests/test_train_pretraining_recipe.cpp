@@ -39,7 +39,7 @@ TEST_CASE("the mini recipe: width 128, 4 heads; BERT 2 blocks at two lengths, GP
 }
 
 TEST_CASE("a recipe's errors name what is wrong") {
-  CHECK(message_of([] { named_recipe("huge", "bert"); }) == "pretraining: unknown recipe 'huge' (mini, reference or tiny)");
+  CHECK(message_of([] { named_recipe("huge", "bert"); }) == "pretraining: unknown recipe 'huge' (study, mini, reference or tiny)");
   auto r = named_recipe("tiny", "bert");
   CHECK(message_of([&] { r.validate(); }) == "pretraining recipe: give a number of steps or minutes");
   r.steps = 10;
