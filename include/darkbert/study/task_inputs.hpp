@@ -50,7 +50,7 @@ struct TaskInputOptions {
 
 /// A task's evaluation examples, encoded and annotated.
 struct TaskInputs {
-  GlueTask task = GlueTask::mrpc;
+  GlueTask task = GlueTask::mrpc;                    ///< the GLUE task the examples come from
   GlueData eval;                                     ///< the chosen examples' texts and labels
   LabelledTexts texts;                               ///< their encodings and labels (metric inputs)
   std::vector<std::vector<TokenAnnotation>> tokens;  ///< per example, per valid token
@@ -58,6 +58,7 @@ struct TaskInputs {
   bool causal = false;                               ///< the model attends only to earlier tokens
   int pad_id = 0;                                    ///< the tokenizer's padding id (batches pad with it)
 
+  /// Number of examples.
   std::size_t size() const { return texts.size(); }
 };
 
