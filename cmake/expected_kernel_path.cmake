@@ -1,6 +1,8 @@
 # Sets `expected_kernel_path` to the product kernel darkbert's run-time dispatch picks on this machine:
-# avx512 when /proc/cpuinfo lists AVX-512 F/BW/DQ/VL and FMA, else blas (core/kernel_dispatch.hpp).
-# Included by the scripts that check the dispatch (tests/cli_kernel_paths.cmake, packaging/check.cmake).
+# avx512 when /proc/cpuinfo lists AVX-512 F/BW/DQ/VL and FMA, else blas (core/kernel_dispatch.hpp); and
+# `runnable_kernel_paths` to every path this machine can run (DARKBERT_KERNEL=<path>), the picked one first.
+# Included by the scripts that check the dispatch (tests/cli_kernel_paths.cmake, packaging/check.cmake) and
+# by tests/CMakeLists.txt, which runs the numerical tests once per runnable path.
 set(expected_kernel_path blas)
 if(EXISTS /proc/cpuinfo)
   file(READ /proc/cpuinfo cpuinfo)
@@ -8,4 +10,9 @@ if(EXISTS /proc/cpuinfo)
      AND cpuinfo MATCHES "avx512vl" AND cpuinfo MATCHES " fma")
     set(expected_kernel_path avx512)
   endif()
+endif()
+if(expected_kernel_path STREQUAL "avx512")
+  set(runnable_kernel_paths avx512 blas)
+else()
+  set(runnable_kernel_paths blas)
 endif()

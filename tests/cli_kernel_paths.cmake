@@ -1,6 +1,7 @@
 # Run-time kernel dispatch, end to end through the `darkbert` binary:
 # - `darkbert --version` names the kernel path: avx512 when /proc/cpuinfo lists AVX-512 F/BW/DQ/VL,
-#   blas under DARKBERT_KERNEL=blas, and an unknown DARKBERT_KERNEL is refused by name;
+#   blas under DARKBERT_KERNEL=blas, avx512 under DARKBERT_KERNEL=avx512 where the CPU runs it (elsewhere
+#   that request is refused by name), and an unknown DARKBERT_KERNEL is refused by name;
 # - the forward pass of BERT, RoBERTa, DistilBERT and GPT-2 on the forced BLAS path agrees with the one on
 #   the default path within the float32 fixture tolerance (`darkbert run --against`);
 # - the comparison is not vacuous: a run with a disabled head does not agree.
@@ -20,6 +21,14 @@ endif()
 version_line(blas result)
 if(NOT result MATCHES "^0;darkbert [0-9.]+ \\(kernel: blas,")
   message(FATAL_ERROR "DARKBERT_KERNEL=blas did not force the BLAS path: ${result}")
+endif()
+version_line(avx512 result)
+if(expect_path STREQUAL "avx512")
+  if(NOT result MATCHES "^0;darkbert [0-9.]+ \\(kernel: avx512,")
+    message(FATAL_ERROR "DARKBERT_KERNEL=avx512 did not force the AVX-512 path: ${result}")
+  endif()
+elseif(result MATCHES "^0;" OR NOT result MATCHES "DARKBERT_KERNEL='avx512': this CPU cannot run")
+  message(FATAL_ERROR "DARKBERT_KERNEL=avx512 on a CPU without AVX-512 was not refused by name: ${result}")
 endif()
 version_line(avx3 result)
 if(result MATCHES "^0;" OR NOT result MATCHES "DARKBERT_KERNEL='avx3'")

@@ -2,7 +2,9 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>  // std::filesystem::directory_iterator
+#include <random>      // std::mt19937_64, std::uniform_int_distribution
 #include <string>      // std::string
+#include <vector>      // std::vector
 
 #include <xtensor/xnpy.hpp>
 
@@ -99,20 +101,60 @@ TEST_CASE("the same input gives bit-identical output on every run, also into a r
   }
 }
 
-TEST_CASE("prefix caching: starting at layer l from hidden_states[l] reproduces the full run") {
+TEST_CASE("a lean forward (no maps, no hidden states kept) gives the full forward's bits, at every length") {
+  // Without kept maps each layer's map sits in one scratch buffer, not at its layer's offset in
+  // `attentions`: the same arithmetic must give the same bits at either address. Lengths: tiny maps (Eigen
+  // would take the coefficient-wise product), the fixtures' own, and rows longer than any vector.
+  for (const char* name : {"bert_model", "gpt2_lm", "roberta_model", "distilbert_seqcls"}) {
+    CAPTURE(name);
+    const auto model = darkbert::Transformer<float>::load(golden_dir() / "models" / name);
+    std::mt19937_64 rng(17);
+    std::uniform_int_distribution<int> token(5, model.config().vocab_size - 1);
+    for (darkbert::Index L : {3, 11, 37}) {
+      CAPTURE(L);
+      std::vector<std::vector<int>> rows = {std::vector<int>(static_cast<std::size_t>(L)),
+                                            std::vector<int>(static_cast<std::size_t>(L - L / 3))};  // one padded
+      for (auto& row : rows)
+        for (auto& id : row) id = token(rng);
+      const auto batch = darkbert::Batch::from_rows(rows, 1);
+      const auto full = model.forward(batch);
+      for (bool keep_hidden : {true, false}) {
+        darkbert::ForwardOptions<float> lean;
+        lean.keep_attentions = false;
+        lean.keep_hidden_states = keep_hidden;
+        lean.compute_heads = false;
+        CHECK(model.forward(batch, lean).last_hidden_state == full.last_hidden_state);
+      }
+      darkbert::ForwardOptions<float> no_maps;  // the heads too
+      no_maps.keep_attentions = false;
+      const auto heads = model.forward(batch, no_maps);
+      CHECK(heads.token_logits == full.token_logits);
+      CHECK(heads.sequence_logits == full.sequence_logits);
+    }
+  }
+}
+
+TEST_CASE_TEMPLATE("prefix caching: starting at layer l from hidden_states[l] reproduces the full run", T, float,
+                   double) {
+  // (The ablation sweep relies on it, with lean runs: no maps, no hidden states kept.)
   for (const char* name : {"bert_seqcls3.json", "gpt2_lm.json"}) {
     const auto cases = darkbert::CaseFile::read(golden_dir() / "cases" / name);
-    const auto model = darkbert::Transformer<double>::load(cases.model_dir);
+    const auto model = darkbert::Transformer<T>::load(cases.model_dir);
     const auto& batch = cases.cases.front().batch;
     const auto full = model.forward(batch);
     // hidden_states[l] is the stream entering block l; for GPT-2 the last entry is after ln_f, not a stream.
     const int last = model.config().pre_layer_norm ? model.config().num_layers - 1 : model.config().num_layers;
     for (int l = 0; l <= last; ++l) {
-      const auto prefix = xt::xarray<double>(xt::view(full.hidden_states, l));
+      const auto prefix = xt::xarray<T>(xt::view(full.hidden_states, l));
       const auto resumed = model.forward(batch, {.start_layer = l, .start_hidden = prefix.data()});
       CHECK(resumed.last_hidden_state == full.last_hidden_state);
       CHECK(resumed.sequence_logits == full.sequence_logits);
       CHECK(resumed.token_logits == full.token_logits);
+      const auto lean = model.forward(batch, {.keep_hidden_states = false, .keep_attentions = false, .start_layer = l,
+                                              .start_hidden = prefix.data()});
+      CHECK(lean.last_hidden_state == full.last_hidden_state);
+      CHECK(lean.sequence_logits == full.sequence_logits);
+      CHECK(lean.token_logits == full.token_logits);
     }
   }
 }

@@ -4,9 +4,12 @@
 ///
 /// The tile kernel (core/detail/xwt_kernel_avx512.hpp) is compiled with a function target attribute, so it
 /// exists in every build on x86-64 whatever flags the consumer uses (plain `-O2` included); the CPU is
-/// asked once, on first use, whether it can run it. CPUs without AVX-512 take the BLAS path. Setting
-/// `DARKBERT_KERNEL=blas` in the environment forces the BLAS path (to compare the two; read once per
-/// process, before the first product).
+/// asked once, on first use, whether it can run it. CPUs without AVX-512 take the BLAS path. The
+/// environment variable `DARKBERT_KERNEL` (read once per process, before the first product) forces a
+/// path: `blas` (on any CPU), `avx512` (an error where the CPU cannot run it, rather than a silent
+/// fallback), or `auto` (the default: the fastest path this CPU runs). Every path keeps the same numerical
+/// promises (README, "Correctness", reproducibility), and the test suite runs its float tests under each
+/// path the machine can run (tests/CMakeLists.txt).
 ///
 /// @code
 /// if (darkbert::kernel_path() == darkbert::KernelPath::avx512) std::puts("tile kernel");
@@ -69,14 +72,22 @@ namespace detail {
 inline KernelPath choose_kernel_path(bool kernel_compiled, bool cpu_can_run, const char* env) {
   const std::string_view request = env != nullptr ? env : "";
   if (request == "blas") return KernelPath::blas;
+  if (request == "avx512") {
+    require(kernel_compiled, "DARKBERT_KERNEL='avx512': the AVX-512 kernels are not compiled into this build ",
+            "(they need x86-64 and GCC or Clang); use 'auto' or 'blas'");
+    require(cpu_can_run, "DARKBERT_KERNEL='avx512': this CPU cannot run the AVX-512 kernels (they need ",
+            "AVX-512 F, BW, DQ, VL and FMA); use 'auto' or 'blas'");
+    return KernelPath::avx512;
+  }
   require(request.empty() || request == "auto", "DARKBERT_KERNEL='", request,
-          "': expected 'auto' (the tile kernel when the CPU has AVX-512) or 'blas'");
+          "': expected 'auto' (the fastest path this CPU runs), 'avx512' or 'blas'");
   return kernel_compiled && cpu_can_run ? KernelPath::avx512 : KernelPath::blas;
 }
 }  // namespace detail
 
 /// The path this process uses, decided on the first call and then fixed (a function-local constant).
-/// Throws darkbert::error when DARKBERT_KERNEL holds something other than "auto" or "blas".
+/// Throws darkbert::error when DARKBERT_KERNEL holds something other than "auto", "avx512" or "blas", or
+/// asks for "avx512" where it cannot run.
 inline KernelPath kernel_path() {
   static const KernelPath path =
       detail::choose_kernel_path(DARKBERT_HAS_AVX512_KERNEL, cpu_has_avx512(), std::getenv("DARKBERT_KERNEL"));

@@ -16,8 +16,9 @@
 #include <cmath>        // std::erf, std::tanh, std::exp
 #include <type_traits>  // std::is_same_v
 
-#include <Eigen/Core>  // Eigen::Map (vectorised tanh)
+#include <Eigen/Core>  // Eigen::Map (vectorised exp and tanh)
 
+#include "../../core/aligned_chunks.hpp"  // transform_in_aligned_chunks
 #include "../../core/kernel_dispatch.hpp"  // kernel_path, DARKBERT_AVX512_TARGET
 #include "../../core/matrix.hpp"
 
@@ -120,17 +121,15 @@ void bias_epilogue(T* x, const T* bias, Index n, Activation f, T* pre = nullptr)
 #pragma omp simd
       for (Index i = 0; i < n; ++i) x[i] = std::max(T(0), x[i]);
       return;
-    case Activation::gelu_tanh: {
-      // tanh through Eigen's vectorised implementation.
-      Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>> v(x, n);
-      v = T(0.5) * v * (T(1) + (T(kSqrtTwoOverPi) * (v + T(0.044715) * v * v * v)).tanh());
+    case Activation::gelu_tanh:
+      // tanh through Eigen's vectorised implementation, on aligned chunks: the same bits at any address
+      transform_in_aligned_chunks(x, x, n, [](auto v) {
+        v = T(0.5) * v * (T(1) + (T(kSqrtTwoOverPi) * (v + T(0.044715) * v * v * v)).tanh());
+      });
       return;
-    }
-    case Activation::tanh: {
-      Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>> v(x, n);
-      v = v.tanh();
+    case Activation::tanh:
+      transform_in_aligned_chunks(x, x, n, [](auto v) { v = v.tanh(); });
       return;
-    }
   }
 }
 

@@ -17,8 +17,14 @@
 ///
 /// The two per-head products run on darkbert's AVX-512 tile kernel for float (scores: Q's rows against
 /// K packed as 32-key panels; context: the pattern's rows against V's rows read in place, no packing) and
-/// on Eigen otherwise (double, or the BLAS path of core/kernel_dispatch.hpp). They need a little
-/// per-thread memory: AttentionScratch, prepared before the loop.
+/// as one single-threaded BLAS call otherwise (double, or the BLAS path of core/kernel_dispatch.hpp). They
+/// need a little per-thread memory: AttentionScratch, prepared before the loop.
+///
+/// On every path a map's values do not depend on where it lives (the result's attentions, or the lean
+/// forward's scratch): both kernels pack or read their operands the same way at any address, and the
+/// softmax's exp goes through aligned chunks (core/aligned_chunks.hpp). Eigen's own products would not
+/// do: below ~20 rows + columns + depth it evaluates them coefficient by coefficient, peeling the
+/// unaligned first elements of a row off its vectorised loop.
 
 #include <omp.h>  // omp_get_thread_num
 
@@ -29,6 +35,8 @@
 
 #include <Eigen/Core>  // Eigen::Map, Eigen::OuterStride
 
+#include "../../core/aligned_chunks.hpp"  // transform_in_aligned_chunks
+#include "../../core/blas.hpp"            // detail::blas_gemm
 #include "../../core/error.hpp"
 #include "../../core/fixed_order_sum.hpp"
 #include "../../core/matrix.hpp"
@@ -142,9 +150,9 @@ void attention_scores(const T* qkv, const int* key_mask, T* scores, const Attent
 #endif
   } else {
     (void)scratch;  // only the tile kernel needs it
-    detail::StridedMatrix<T> Q(q, L, d, Eigen::OuterStride<>(ld));
-    detail::StridedMatrix<T> K(k, L, d, Eigen::OuterStride<>(ld));
-    MatrixMap<T>(S, L, L).noalias() = Q * K.transpose();
+    // S [L, L] = Q [L, d] · K [L, d]ᵀ, Q and K read in place (row stride ld)
+    darkbert::detail::single_threaded_blas();  // the callers run one (b, h) pair per OpenMP thread
+    darkbert::detail::blas_gemm<T>(Transpose::no, Transpose::yes, L, L, d, T(1), q, ld, k, ld, T(0), S, L);
   }
   const int* mask = key_mask + b * L;
   constexpr T lowest = std::numeric_limits<T>::lowest();
@@ -243,9 +251,11 @@ void attention_softmax(T* scores, const AttentionShape& s, Index b, Index h) {
     T max = row[0];
 #pragma omp simd reduction(max : max)
     for (Index j = 1; j < visible; ++j) max = row[j] > max ? row[j] : max;
-    Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>> v(row, visible);
-    v = (v - max).exp();  // Eigen's vectorised exp (element-wise: independent of alignment)
-    v *= T(1) / fixed_order_sum(row, visible);
+    // Eigen's vectorised exp on aligned chunks: the same bits at any address of the row
+    transform_in_aligned_chunks(row, row, visible, [max](auto chunk) { chunk = (chunk - max).exp(); });
+    const T inverse = T(1) / fixed_order_sum(row, visible);
+#pragma omp simd
+    for (Index j = 0; j < visible; ++j) row[j] *= inverse;
     for (Index j = visible; j < L; ++j) row[j] = T(0);
   }
 }
@@ -264,10 +274,9 @@ void attention_context_from(const T* qkv, const T* P, T* ctx, const AttentionSha
 #endif
   } else {
     (void)scratch;  // only the tile kernel needs it
-    ConstMatrixMap<T> Pm(P, L, L);
-    detail::StridedMatrix<T> V(v, L, d, Eigen::OuterStride<>(3 * H));
-    detail::MutableStridedMatrix<T> C(c, L, d, Eigen::OuterStride<>(H));
-    C.noalias() = Pm * V;
+    // c [L, d] (row stride H) = P [L, L] · V [L, d] (row stride 3H, read in place)
+    darkbert::detail::single_threaded_blas();
+    darkbert::detail::blas_gemm<T>(Transpose::no, Transpose::no, L, d, L, T(1), P, L, v, 3 * H, T(0), c, H);
   }
 }
 

@@ -10,12 +10,13 @@
 
 #include <omp.h>  // omp_in_parallel
 
-#include <algorithm>  // std::max
+#include <algorithm>  // std::max, std::min
 #include <cmath>      // std::exp, std::log
 #include <string>     // std::to_string
 
 #include <Eigen/Core>  // Eigen::Map, vectorised exp
 
+#include "../../core/aligned_chunks.hpp"  // transform_in_aligned_chunks
 #include "../../core/error.hpp"
 #include "../../core/fixed_order_sum.hpp"
 #include "../../core/kernel_dispatch.hpp"  // DARKBERT_INTRINSICS_WARNINGS_OFF
@@ -95,8 +96,14 @@ void cross_entropy_backward(const T* logits, const int* labels, Index rows, Inde
     const T* row = logits + r * classes;
     T* d = dlogits + r * classes;
     const T lse = row_lse ? row_lse[r] : log_sum_exp(row, classes);
-    Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>(d, classes) +=
-        scale * (Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(row, classes) - lse).exp();  // element-wise
+    // d += scale · softmax(row): the softmax into aligned chunks (the same bits at any address), then added
+    for (Index j0 = 0; j0 < classes; j0 += kAlignedChunk) {
+      alignas(64) T p[kAlignedChunk];
+      const Index m = std::min(kAlignedChunk, classes - j0);
+      transform_in_aligned_chunks(row + j0, p, m, [scale, lse](auto chunk) { chunk = scale * (chunk - lse).exp(); });
+#pragma omp simd
+      for (Index j = 0; j < m; ++j) d[j0 + j] += p[j];
+    }
     d[labels[r]] -= scale;
   }
 }
