@@ -143,6 +143,18 @@ TEST_CASE("fine_tune_and_score: the untrained setting is the seeded head scored 
                           "per_epoch", "train_loss", "steps", "seconds", "examples_per_second"})
     CHECK_MESSAGE(j.contains(key), key);  // the keys of `darkbert finetune`'s metrics.json
   CHECK(j["majority_rate"].get<double>() == data.eval.majority_rate());
+
+  // The recipe's dropout, not the checkpoint's, unless it is negative.
+  REQUIRE(checkpoint.config().hidden_dropout == 0.1);
+  REQUIRE(checkpoint.config().attention_dropout == 0.1);
+  auto without = tiny, as_checkpoint = tiny;
+  without.dropout = 0, as_checkpoint.dropout = -1;
+  const auto pretrained_without = study::fine_tune_and_score(checkpoint, tokenizer, data, study::spec_of(study::FineTuneSetting::pretrained), 5, without);
+  const auto pretrained_as_checkpoint = study::fine_tune_and_score(checkpoint, tokenizer, data, study::spec_of(study::FineTuneSetting::pretrained), 5, as_checkpoint);
+  CHECK(tiny.dropout == 0.1);
+  CHECK(pretrained_without.train_loss != pretrained.train_loss);
+  CHECK(pretrained_as_checkpoint.train_loss == pretrained.train_loss);
+  CHECK(study::table_recipe(model_dir, without)["dropout"] == 0.0);
 }
 
 TEST_CASE("run_fine_tune_table_unit on a causal model (GPT-2): padded with <|endoftext|>, checkpoint kept") {

@@ -35,7 +35,7 @@ struct Stop {};  // thrown after a checkpoint: the run ends as a kill would end 
 TEST_CASE("default_model pretrains on first use into <cache>/models, then serves the cached folder") {
   const auto cache = darkbert::test::scratch_dir("default_models_first_use");
   const auto root = darkbert::DataRoot::single(darkbert::test::data_dir(), cache);
-  const auto expected = cache / "models" / "study-bert-v3";
+  const auto expected = cache / "models" / "study-bert-v4";
   CHECK(darkbert::default_model_dir(root, "bert") == expected);
   CHECK(darkbert::default_model_dir(root, "gpt2") == cache / "models" / "mini-gpt2-v3");
   CHECK(darkbert::default_model_version("bert") == 3);
@@ -77,7 +77,7 @@ TEST_CASE("default_model pretrains on first use into <cache>/models, then serves
 
 TEST_CASE("the default BERT is the study recipe's, cached apart from the mini one; unknown names are refused") {
   const auto root = darkbert::DataRoot::single(darkbert::test::data_dir(), darkbert::test::scratch_dir("default_models_names"));
-  CHECK(darkbert::default_model_dir(root, "bert").filename() == "study-bert-v3");
+  CHECK(darkbert::default_model_dir(root, "bert").filename() == "study-bert-v4");
   CHECK(darkbert::cached_model_dir(root, "mini", "bert").filename() == "mini-bert-v2");
   CHECK(darkbert::default_model_dir(root, "gpt2").filename() == "mini-gpt2-v3");
   const auto study = darkbert::recipe_config(darkbert::named_recipe("study", "bert"));

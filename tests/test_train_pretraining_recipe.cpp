@@ -34,6 +34,12 @@ TEST_CASE("the mini recipe: width 128, 4 heads; BERT 2 blocks at two lengths, GP
   CHECK(gpt2.short_fraction == 0);
   CHECK(gpt2.batch == 16);
   CHECK(gpt2.softmax_draws == 4096);
+  const auto study = named_recipe("study", "bert");
+  CHECK(study.layers == 6);
+  CHECK(study.heads == 8);
+  CHECK(study.hidden == 128);
+  CHECK(study.dropout == 0);  // with 0.1 no positional head grew (docs/default-models.md)
+  CHECK(study.steps == bert.steps);
   CHECK(named_recipe("reference", "bert").minutes == 20);
   CHECK(named_recipe("reference", "bert").hidden == 256);
 }

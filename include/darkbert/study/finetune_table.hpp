@@ -131,6 +131,10 @@ struct FineTuneRecipe {
   std::size_t max_train = 0;     ///< the first N training examples of each task (0 = all)
   std::size_t max_eval = 0;      ///< the first N evaluation examples (0 = all)
   std::size_t max_length = 128;  ///< tokens per example (pairs truncated longest-first)
+  /// Dropout on the embeddings, attention probabilities, hidden states and (BERT) the classifier while
+  /// fine-tuning: BERT's 0.1, whatever the checkpoint's config says (the study model pretrains without
+  /// dropout, and its config.json says so). Negative: the checkpoint's own probabilities.
+  double dropout = 0.1;
 };
 
 /// The config of `checkpoint_config` as a sequence classifier for `task`: the family's Hugging Face
@@ -236,7 +240,11 @@ FineTuneRun fine_tune_and_score(const Transformer<T>& checkpoint, const Tokenize
                                 const FineTuneRunOptions& options = {}) {
   const auto& info = glue_task_info(data.task);
   require(data.eval.size() > 0, info.name, ": no evaluation examples to score");
-  const auto config = classifier_config(checkpoint.config(), data.task, tokenizer);
+  auto config = classifier_config(checkpoint.config(), data.task, tokenizer);
+  if (recipe.dropout >= 0) {
+    config.embedding_dropout = config.attention_dropout = config.hidden_dropout = recipe.dropout;
+    if (config.family != Family::gpt2) config.classifier_dropout = recipe.dropout;  // GPT-2's score has none
+  }
   const auto heads = TaskHeads::for_architecture(config);
   auto model = spec.random_weights ? Transformer<T>::random(config, heads, seed)
                                    : checkpoint.with_task_heads(config, heads, seed);
@@ -429,7 +437,7 @@ inline std::vector<FineTuneRow> read_fine_tune_runs(const std::filesystem::path&
 inline nlohmann::json table_recipe(const std::filesystem::path& model, const FineTuneRecipe& r) {
   return {{"model", std::filesystem::absolute(model).lexically_normal().string()}, {"epochs", r.epochs},
           {"learning_rate", r.learning_rate}, {"batch", r.batch_size}, {"max_train", r.max_train},
-          {"max_eval", r.max_eval}, {"max_length", r.max_length}};
+          {"max_eval", r.max_eval}, {"max_length", r.max_length}, {"dropout", r.dropout}};
 }
 
 /// One (task, metric, setting) cell of Table 1.
@@ -562,6 +570,7 @@ struct FineTuneTable {
     for (const auto& r : rows) seeds.insert(r.seed);
     return "Dev scores in %, mean ± sd over " + std::to_string(seeds.size()) + " seed(s); epochs: " +
            number("epochs") + ", batch " + number("batch") + ", peak learning rate " + number("learning_rate") +
+           (recipe.contains("dropout") && recipe["dropout"].get<double>() >= 0 ? ", dropout " + number("dropout") : "") +
            ", at most " + number("max_length") + " tokens; training examples: " +
            cap("max_train", "all", "the first ") + " per task; evaluation examples: " +
            cap("max_eval", "all", "the first ") + ".";

@@ -102,6 +102,7 @@ inline PretrainRecipe named_recipe(const std::string& name, const std::string& a
     require(arch == "bert", "pretraining: the 'study' recipe is for bert (GPT-2's default model is 'mini')");
     r = named_recipe("mini", arch);
     r.layers = 6, r.heads = 8;  // 48 heads: enough for per-head questions (percentiles, layer trends, ablations)
+    r.dropout = 0;  // with 0.1 the positional heads stopped at 0.38 of prev + next (docs/default-models.md)
   } else if (name == "tiny") {
     r.layers = 2, r.hidden = 64, r.heads = 2, r.ff = 256, r.seq = 64, r.batch = 8, r.lr = 2e-3, r.warmup = 20;
     r.eval_every = 50, r.checkpoint_every = 50, r.probe_pairs = 20;
