@@ -38,7 +38,7 @@ TEST_CASE("default_model pretrains on first use into <cache>/models, then serves
   const auto expected = cache / "models" / "study-bert-v4";
   CHECK(darkbert::default_model_dir(root, "bert") == expected);
   CHECK(darkbert::default_model_dir(root, "gpt2") == cache / "models" / "mini-gpt2-v3");
-  CHECK(darkbert::default_model_version("bert") == 3);
+  CHECK(darkbert::default_model_version("bert") == 4);
   CHECK(darkbert::default_model_version("gpt2") == 3);
 
   std::ostringstream log;
