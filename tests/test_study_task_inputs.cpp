@@ -37,6 +37,14 @@ TEST_CASE("load_task_inputs: a seeded sample in file order, encoded and annotate
   CHECK(same_as_b);
   CHECK_FALSE(same_as_c);
 
+  // `first`: the first examples, as Table 1 scores them (load_glue_finetune's max_eval).
+  const auto first = darkbert::study::load_task_inputs(root, darkbert::GlueTask::mrpc, tokenizer, model.config(),
+                                                       {.max_examples = 7, .first = true, .max_length = 40});
+  const auto table1 = darkbert::load_glue_finetune(root, darkbert::GlueTask::mrpc, {.max_train = 1, .max_eval = 7});
+  REQUIRE(first.size() == 7);
+  for (std::size_t i = 0; i < 7; ++i) CHECK(first.eval.examples[i].id == table1.eval.examples[i].id);
+  CHECK(first.provenance.find("7 of 408 evaluation examples (the first ones)") != std::string::npos);
+
   std::size_t seen = 0;
   darkbert::study::for_each_attention(model, a, [&](std::size_t i, const darkbert::AttentionView<float>& v) {
     CHECK(i == seen++);

@@ -56,6 +56,21 @@ inline Verdict verdict_over_tasks(std::size_t holds, std::size_t n) {
   return holds > 0 ? Verdict::partly : Verdict::not_reproduced;
 }
 
+// A missing task's error in two parts, without the list of folders searched: what is missing, and how to
+// get it ("darkbert data: GLUE QQP dev ... not found (...). Looked in: ... How to get it: ...").
+inline std::string absence_in_brief(const std::string& reason) {
+  auto trim = [](std::string t) {
+    for (char& c : t)
+      if (c == '\n' || c == '`') c = ' ';
+    const auto b = t.find_first_not_of(' '), e = t.find_last_not_of(' ');
+    return b == std::string::npos ? std::string() : t.substr(b, e - b + 1);
+  };
+  const auto looked = reason.find("Looked in:"), how = reason.find("How to get it:");
+  std::string brief = "`" + trim(reason.substr(0, looked)) + "`";
+  if (how != std::string::npos) brief += " How to get it: `" + trim(reason.substr(how + 14)) + "`";
+  return brief;
+}
+
 inline std::string head_name(Index layer, Index head) {
   return "L" + std::to_string(layer) + "H" + std::to_string(head);
 }
@@ -130,7 +145,7 @@ inline void write_findings(const DataRoot& root, const StudyRun& run) {
                     r.count("run.framenet_sentences", static_cast<std::int64_t>(run.sizes.framenet_sentences)) +
                     " FrameNet sentences at most.");
     for (const auto& a : run.absent)
-      items.push_back(a.task + " is absent: `" + a.reason + "`");
+      items.push_back(a.task + " is absent: " + detail::absence_in_brief(a.reason));
     items.push_back("Compute: the units took " + r.number("run.unit_seconds", unit_seconds_total, 0) +
                     " s in all; this invocation ran " + r.count("run.units_ran", static_cast<std::int64_t>(run.units.ran)) +
                     " units and found " + r.count("run.units_resumed", static_cast<std::int64_t>(run.units.resumed)) +
@@ -379,14 +394,18 @@ inline void write_findings(const DataRoot& root, const StudyRun& run) {
       write_linguistic_feature_figures(f, results / "features" / task);
     }
     s.table(t);
-    for (const auto& entry : fs::directory_iterator(results / "features" / tasks.front()))
-      if (entry.path().extension() == ".png") {
-        const auto png = entry.path();
-        auto svg = png;
-        svg.replace_extension(".svg");
-        s.figure({.png = detail::rel(out, png), .svg = fs::exists(svg) ? detail::rel(out, svg) : "",
-                  .caption = "Figure 6, " + tasks.front() + ": " + png.stem().string() + "."});
-      }
+    // The figures of write_linguistic_feature_figures, in reading order.
+    const fs::path feature_dir = results / "features" / tasks.front();
+    const std::string stem = "features_" + detail::file_stem(tasks.front());
+    const std::pair<std::string, std::string> feature_figures[] = {
+        {stem, "attention each token category receives, per layer and head, pretrained beside fine-tuned"},
+        {stem + "_difference", "fine-tuned minus pretrained"},
+        {stem + "_trend", "mean attention on [CLS] and on [SEP] by layer (the paper: [CLS] early, [SEP] later)"}};
+    for (const auto& [name, what] : feature_figures)
+      if (fs::exists(feature_dir / (name + ".png")))
+        s.figure({.png = detail::rel(out, feature_dir / (name + ".png")),
+                  .svg = fs::exists(feature_dir / (name + ".svg")) ? detail::rel(out, feature_dir / (name + ".svg")) : "",
+                  .caption = "Figure 6, " + tasks.front() + ": " + what + "."});
     s.claim({.claim = "Vertical attention goes mostly to [CLS] and [SEP], not to linguistically meaningful tokens.",
              .paper = "[CLS]/[SEP] far above nouns, verbs, objects, negation",
              .darkbert = "special tokens lead on " + r.count("claims.features.special_dominates", static_cast<std::int64_t>(special_dominates)) +

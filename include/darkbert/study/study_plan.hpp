@@ -314,7 +314,8 @@ inline StudyPlan plan_study(const DataRoot& root, const ReproduceOptions& o) {
                             .cost = eval_cost * (layers * heads + layers) * 0.6 + 1, .run = [=, &root](const fs::path& dir) {
                               const auto ft = Transformer<float>::load(fine_tuned(t, seed));
                               const auto tokenizer = Tokenizer::from_directory(model);
-                              const auto inputs = load_task_inputs(root, t, tokenizer, ft.config(), {.max_examples = scored, .seed = 1});
+                              // Table 1's scored examples, so that the baseline is Table 1's score.
+                              const auto inputs = load_task_inputs(root, t, tokenizer, ft.config(), {.max_examples = scored, .first = true});
                               disable_heads(ft, inputs, {.seed = std::uint64_t(seed), .show_progress = false,
                                                          .model = fine_tuned(t, seed).string()})
                                   .save(dir);

@@ -44,6 +44,7 @@ namespace darkbert::study {
 struct TaskInputOptions {
   std::size_t max_examples = 0;         ///< at most this many evaluation examples (0 = all)
   std::uint64_t seed = 0;               ///< which ones, when capped: a seeded sample, kept in file order
+  bool first = false;                   ///< when capped: the first ones instead (Table 1's scored examples)
   std::size_t max_length = 128;         ///< tokens per example (pairs truncated longest-first)
   const Annotator* annotator = nullptr;  ///< POS, subject/object, negation for every token (null = none)
 };
@@ -63,7 +64,7 @@ struct TaskInputs {
 };
 
 /// The evaluation split of `task` (the one fine-tuning scores; QNLI: its documented split of dev), a seeded
-/// sample of it when capped, encoded for a model with `config` and annotated when an annotator is given.
+/// sample of it when capped (or its first examples), encoded for a model with `config` and annotated when an annotator is given.
 inline TaskInputs load_task_inputs(const DataRoot& root, GlueTask task, const Tokenizer& tokenizer,
                                    const ModelConfig& config, const TaskInputOptions& options = {}) {
   TaskInputs out;
@@ -73,7 +74,9 @@ inline TaskInputs load_task_inputs(const DataRoot& root, GlueTask task, const To
   auto data = load_glue_finetune(root, task);
   out.eval = std::move(data.eval);
   const std::size_t total = out.eval.examples.size();
-  if (options.max_examples > 0 && options.max_examples < total) {
+  if (options.max_examples > 0 && options.max_examples < total && options.first) {
+    out.eval.examples.resize(options.max_examples);
+  } else if (options.max_examples > 0 && options.max_examples < total) {
     auto order = seeded_permutation(total, options.seed);
     order.resize(options.max_examples);
     std::sort(order.begin(), order.end());
@@ -85,7 +88,9 @@ inline TaskInputs load_task_inputs(const DataRoot& root, GlueTask task, const To
   out.texts = encode_glue(tokenizer, out.eval, task, options.max_length);
   out.provenance = data.provenance + "; " + std::to_string(out.size()) + " of " + std::to_string(total) +
                    " evaluation examples" +
-                   (out.size() < total ? " (seeded sample, seed " + std::to_string(options.seed) + ")" : "");
+                   (out.size() == total ? ""
+                    : options.first       ? " (the first ones)"
+                                          : " (seeded sample, seed " + std::to_string(options.seed) + ")");
   const bool pair = glue_task_info(task).pair;
   out.tokens.reserve(out.size());
   for (std::size_t i = 0; i < out.size(); ++i) {
