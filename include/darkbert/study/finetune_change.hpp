@@ -138,36 +138,6 @@ inline Table<double> layer_table(const std::string& name, const std::vector<std:
   return t;
 }
 
-// The same examples through both models, with policies on the second one's forward.
-template <class T, class Fn>
-void for_each_attention_pair_with(const Transformer<T>& a, const Transformer<T>& b, const TaskInputs& inputs,
-                                  const MaskingPolicies<T>* policies_b, std::size_t batch_size, Fn&& fn) {
-  if (policies_b == nullptr) return for_each_attention_pair(a, b, inputs, fn, batch_size);
-  require(a.config().num_layers == b.config().num_layers && a.config().num_heads == b.config().num_heads,
-          "fine-tuning change: the models differ in shape (", a.config().num_layers, " x ", a.config().num_heads,
-          " against ", b.config().num_layers, " x ", b.config().num_heads, " heads)");
-  require(batch_size > 0, "fine-tuning change: batch size must be positive");
-  const auto options = attention_only_options<T>();
-  auto options_b = options;
-  options_b.policies = policies_b;
-  const auto types = token_types_for(a.config());
-  ForwardResult<T> out_a, out_b;
-  std::vector<std::size_t> indices;
-  for (std::size_t first = 0; first < inputs.size(); first += batch_size) {
-    indices.clear();
-    for (std::size_t i = first; i < std::min(inputs.size(), first + batch_size); ++i) indices.push_back(i);
-    const Batch batch = batch_of(inputs.texts, indices, inputs.pad_id, types);
-    a.forward_into(batch, options, out_a);
-    b.forward_into(batch, options_b, out_b);
-    for (std::size_t k = 0; k < indices.size(); ++k) {
-      const auto r = static_cast<Index>(k);
-      const Index n = batch.valid_length(r);
-      fn(indices[k], study::detail::example_view(out_a.attentions, r, n, a.config().causal),
-         study::detail::example_view(out_b.attentions, r, n, b.config().causal));
-    }
-  }
-}
-
 }  // namespace detail
 
 inline std::vector<int> FineTuneChange::layers_by_change() const { return detail::rank_layers(layer_change()); }
@@ -232,8 +202,9 @@ FineTuneChange measure_fine_tune_change(const Transformer<T>& pretrained, const 
           "fine-tuning change: one model is causal and the other is not");
   const auto& c = pretrained.config();
   CosineSimilarityAccumulator<T> acc(c.num_layers, c.num_heads, "cosine");
-  detail::for_each_attention_pair_with(pretrained, finetuned, inputs, finetuned_policies, options.batch_size,
-                                       [&](std::size_t, const AttentionView<T>& a, const AttentionView<T>& b) { acc.add(a, b); });
+  for_each_attention_pair(
+      pretrained, finetuned, inputs, [&](std::size_t, const AttentionView<T>& a, const AttentionView<T>& b) { acc.add(a, b); },
+      options.batch_size, finetuned_policies);
   const auto result = acc.result();
   FineTuneChange out;
   out.task = std::string(glue_task_info(inputs.task).name);

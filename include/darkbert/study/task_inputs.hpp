@@ -150,15 +150,18 @@ void for_each_attention(const Transformer<T>& model, const TaskInputs& inputs, F
   }
 }
 
-/// The same examples through two models of one shape (e.g. pretrained and fine-tuned): fn(i, view_a, view_b).
+/// The same examples through two models of one shape (e.g. pretrained and fine-tuned): fn(i, view_a, view_b);
+/// `policies_b` (may be null) masks heads in the second model's forward.
 template <class T, class Fn>
 void for_each_attention_pair(const Transformer<T>& a, const Transformer<T>& b, const TaskInputs& inputs, Fn&& fn,
-                             std::size_t batch_size = 16) {
+                             std::size_t batch_size = 16, const MaskingPolicies<T>* policies_b = nullptr) {
   require(a.config().num_layers == b.config().num_layers && a.config().num_heads == b.config().num_heads,
           "for_each_attention_pair: the models differ in shape (", a.config().num_layers, " x ", a.config().num_heads,
           " against ", b.config().num_layers, " x ", b.config().num_heads, " heads)");
   require(batch_size > 0, "for_each_attention_pair: batch size must be positive");
   const auto options = attention_only_options<T>();
+  auto options_b = options;
+  options_b.policies = policies_b;
   const auto types = token_types_for(a.config());
   ForwardResult<T> out_a, out_b;
   std::vector<std::size_t> indices;
@@ -167,7 +170,7 @@ void for_each_attention_pair(const Transformer<T>& a, const Transformer<T>& b, c
     for (std::size_t i = first; i < std::min(inputs.size(), first + batch_size); ++i) indices.push_back(i);
     const Batch batch = batch_of(inputs.texts, indices, inputs.pad_id, types);
     a.forward_into(batch, options, out_a);
-    b.forward_into(batch, options, out_b);
+    b.forward_into(batch, options_b, out_b);
     for (std::size_t k = 0; k < indices.size(); ++k) {
       const auto r = static_cast<Index>(k);
       const Index n = batch.valid_length(r);
