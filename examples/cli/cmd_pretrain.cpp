@@ -40,7 +40,7 @@ struct PretrainCommand {
   std::optional<std::int64_t> warmup, eval_every, checkpoint_every, softmax_draws;
   std::optional<std::uint64_t> seed;
   std::optional<std::string> position_init;
-  std::optional<double> dropout, position_rms, mask_prob, short_fraction, predicted_fraction;
+  std::optional<double> dropout, attention_dropout, position_rms, mask_prob, short_fraction, predicted_fraction;
 
   PretrainRecipe settings() const {
     PretrainRecipe r = named_recipe(recipe, arch);
@@ -51,6 +51,7 @@ struct PretrainCommand {
     set(r.batch, batch), set(r.lr, lr), set(r.warmup, warmup), set(r.seed, seed);
     set(r.max_documents, max_documents), set(r.eval_every, eval_every), set(r.checkpoint_every, checkpoint_every);
     set(r.probe_pairs, probe_pairs), set(r.position_init, position_init), set(r.dropout, dropout);
+    set(r.attention_dropout, attention_dropout);
     set(r.position_rms, position_rms), set(r.mask_prob, mask_prob);
     set(r.short_seq, short_seq), set(r.short_fraction, short_fraction), set(r.predicted_fraction, predicted_fraction);
     set(r.softmax_draws, softmax_draws);
@@ -118,6 +119,9 @@ void add_pretrain_command(CLI::App& app) {
                   "Override: GPT-2's sampled softmax, candidate draws per step (0 = full softmax; held-out: full)")
       ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 30));
   cmd->add_option("--dropout", o->dropout, "Override: embedding, attention and hidden dropout probability")
+      ->check(CLI::Range(0.0, 0.99));
+  cmd->add_option("--attention-dropout", o->attention_dropout,
+                  "Override: dropout on the attention probabilities alone (default: --dropout)")
       ->check(CLI::Range(0.0, 0.99));
   cmd->add_option("--probe-pairs", o->probe_pairs, "Override: MRPC dev pairs for the per-head attention masses");
   cmd->add_flag("--quiet", o->quiet, "No progress bar");

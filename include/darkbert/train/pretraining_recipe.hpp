@@ -42,6 +42,7 @@ struct PretrainRecipe {
   std::string position_init = "normal";  ///< or "sinusoidal" (train/position_init.hpp)
   double position_rms = 0.02;             ///< root-mean-square of the initial position table
   double dropout = 0.1;                   ///< embedding, attention and hidden dropout while pretraining
+  double attention_dropout = -1;          ///< dropout on the attention probabilities alone (negative: `dropout`)
   double mask_prob = 0.15;                ///< BERT: share of the tokens masked for training (held-out: 0.15)
   int short_seq = 0;                      ///< tokens per example in a first, short phase (0 = none; pretrain.hpp)
   double short_fraction = 0;              ///< share of the steps in that phase
@@ -63,7 +64,7 @@ struct PretrainRecipe {
 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PretrainRecipe, arch, layers, hidden, heads, ff, seq, batch, lr, warmup,
                                                 steps, minutes, seed, max_documents, eval_every, checkpoint_every,
-                                                probe_pairs, position_init, position_rms, dropout, mask_prob, short_seq,
+                                                probe_pairs, position_init, position_rms, dropout, attention_dropout, mask_prob, short_seq,
                                                 short_fraction, predicted_fraction, softmax_draws)
 
 /// The named recipes:
@@ -120,7 +121,8 @@ inline ModelConfig recipe_config(const PretrainRecipe& r) {
   ModelConfig c = r.arch == "gpt2" ? ModelConfig::gpt2_shape(r.layers, r.hidden, r.heads, r.ff, 50257, std::max(r.seq, 128))
                                    : ModelConfig::bert_shape(r.layers, r.hidden, r.heads, r.ff, 30522, std::max(r.seq, 128));
   c.architecture = r.arch == "gpt2" ? "GPT2LMHeadModel" : "BertForPreTraining";
-  c.embedding_dropout = c.attention_dropout = c.hidden_dropout = r.dropout;
+  c.embedding_dropout = c.hidden_dropout = r.dropout;
+  c.attention_dropout = r.attention_dropout < 0 ? r.dropout : r.attention_dropout;
   c.validate("pretraining recipe");
   return c;
 }

@@ -194,11 +194,12 @@ inline PretrainingResult run_pretraining(const DataRoot& root, const Pretraining
   }
   std::snprintf(line, sizeof line,
                 "pretraining %s: %d layers x %d hidden x %d heads, FFN %d, %lld parameters; seq %d, batch %zu, lr %g, "
-                "warm-up %lld, %s positions (rms %g), dropout %g, mask %g, short phase %d tokens for %g of the steps, "
+                "warm-up %lld, %s positions (rms %g), dropout %g (attention %g), mask %g, short phase %d tokens for %g of the steps, "
                 "predicting %g of the positions%s; corpus %zu documents, %zu tokens\n",
                 gpt2 ? "GPT-2" : "BERT", r.layers, r.hidden, r.heads, r.ff,
                 static_cast<long long>(optimizer.first_moments().size()), r.seq, r.batch, r.lr,
-                static_cast<long long>(r.warmup), r.position_init.c_str(), r.position_rms, r.dropout, r.mask_prob,
+                static_cast<long long>(r.warmup), r.position_init.c_str(), r.position_rms, r.dropout,
+                recipe_config(r).attention_dropout, r.mask_prob,
                 r.short_seq, r.short_fraction, gpt2 ? r.predicted_fraction : r.mask_prob,
                 r.softmax_draws > 0 ? (", sampled softmax of " + std::to_string(r.softmax_draws) + " draws").c_str() : "",
                 train.documents(), train.tokens.size());
