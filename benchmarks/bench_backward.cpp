@@ -35,7 +35,7 @@ struct Layer {
     for (float& p : maps) p = 1.0f / kLength;  // a valid (uniform) pattern
   }
   Index B, N, H = 768, I = 3072, heads = 12, d = 64;
-  darkbert::ops::AttentionShape shape{B, kLength, heads, d, false};
+  darkbert::kernels::AttentionShape shape{B, kLength, heads, d, false};
   darkbert::Transformer<float> model = darkbert::Transformer<float>::random(darkbert::ModelConfig::bert_shape(1, 768, 12, 3072), {}, 0);
   darkbert::TransformerParams<float> grads = model.zero_gradients();
   const darkbert::BlockParams<float>& block = model.params().blocks[0];
@@ -52,7 +52,7 @@ void linear_counter(benchmark::State& state, double rows, double in, double out)
 
 void BM_Backward_QKV(benchmark::State& state) {
   Layer s(state.range(0));
-  for (auto _ : state) darkbert::ops::linear_backward<float>(s.x.data(), s.dqkv.data(), s.N, s.block.qkv, &s.grad.qkv, s.dx.data());
+  for (auto _ : state) darkbert::linear_backward<float>(s.x.data(), s.dqkv.data(), s.N, s.block.qkv, &s.grad.qkv, s.dx.data());
   linear_counter(state, s.N, s.H, 3 * s.H);
 }
 BENCHMARK(BM_Backward_QKV)->Arg(1)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime();
@@ -60,11 +60,11 @@ BENCHMARK(BM_Backward_QKV)->Arg(1)->Arg(8)->Unit(benchmark::kMillisecond)->UseRe
 void BM_Backward_Attention(benchmark::State& state) {
   Layer s(state.range(0));
   const Index pairs = s.B * s.heads;
-  const darkbert::ops::DropoutMask drop{0.1f, 7};
+  const darkbert::kernels::DropoutMask drop{0.1f, 7};
   for (auto _ : state) {
 #pragma omp parallel for schedule(dynamic)
     for (Index p = 0; p < pairs; ++p)
-      darkbert::ops::attention_backward(s.qkv.data(), s.maps.data() + s.shape.map_offset(p / s.heads, p % s.heads), s.ctx.data(),
+      darkbert::kernels::attention_backward(s.qkv.data(), s.maps.data() + s.shape.map_offset(p / s.heads, p % s.heads), s.ctx.data(),
                                         s.dqkv.data(), s.shape, p / s.heads, p % s.heads, 0.125f, true, drop,
                                         s.shape.map_offset(p / s.heads, p % s.heads),
                                         s.work.data() + omp_get_thread_num() * 2 * kLength * kLength);
@@ -76,25 +76,25 @@ BENCHMARK(BM_Backward_Attention)->Arg(1)->Arg(8)->Unit(benchmark::kMillisecond)-
 
 void BM_Backward_AttentionOutput(benchmark::State& state) {
   Layer s(state.range(0));
-  for (auto _ : state) darkbert::ops::linear_backward<float>(s.ctx.data(), s.dy.data(), s.N, s.block.attn_out, &s.grad.attn_out, s.dx.data());
+  for (auto _ : state) darkbert::linear_backward<float>(s.ctx.data(), s.dy.data(), s.N, s.block.attn_out, &s.grad.attn_out, s.dx.data());
   linear_counter(state, s.N, s.H, s.H);
 }
 BENCHMARK(BM_Backward_AttentionOutput)->Arg(1)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 void BM_Backward_LayerNorm(benchmark::State& state) {
   Layer s(state.range(0));
-  const darkbert::ops::NormStats<float> stats{s.mean.data(), s.rstd.data()};
+  const darkbert::kernels::NormStats<float> stats{s.mean.data(), s.rstd.data()};
   for (auto _ : state)
-    darkbert::ops::layer_norm_backward<float>(s.x.data(), stats, s.dy.data(), s.N, s.H, s.block.attn_norm, &s.grad.attn_norm, s.dx.data());
+    darkbert::layer_norm_backward<float>(s.x.data(), stats, s.dy.data(), s.N, s.H, s.block.attn_norm, &s.grad.attn_norm, s.dx.data());
 }
 BENCHMARK(BM_Backward_LayerNorm)->Arg(1)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 void BM_Backward_FFN(benchmark::State& state) {
   Layer s(state.range(0));
   for (auto _ : state) {
-    darkbert::ops::linear_backward<float>(s.mlp.data(), s.dy.data(), s.N, s.block.mlp_out, &s.grad.mlp_out, s.dmlp.data());
-    darkbert::ops::activation_backward<float>(s.pre.data(), s.mlp.data(), s.dmlp.data(), s.N * s.I, darkbert::Activation::gelu_erf);
-    darkbert::ops::linear_backward<float>(s.x.data(), s.dmlp.data(), s.N, s.block.mlp_in, &s.grad.mlp_in, s.dx.data());
+    darkbert::linear_backward<float>(s.mlp.data(), s.dy.data(), s.N, s.block.mlp_out, &s.grad.mlp_out, s.dmlp.data());
+    darkbert::kernels::activation_backward<float>(s.pre.data(), s.mlp.data(), s.dmlp.data(), s.N * s.I, darkbert::Activation::gelu_erf);
+    darkbert::linear_backward<float>(s.x.data(), s.dmlp.data(), s.N, s.block.mlp_in, &s.grad.mlp_in, s.dx.data());
   }
   linear_counter(state, s.N, s.H, 2.0 * s.I);
 }
@@ -113,20 +113,20 @@ void BM_LanguageModelHead(benchmark::State& state) {
   for (auto& l : labels) l = static_cast<int>(rng() % vocab);
   std::vector<float> row_loss(rows), row_lse(rows);
   darkbert::XwtScratch scratch;
-  darkbert::ops::linear_forward_raw<float>(x.data(), rows, width, embedding.data(), nullptr, vocab, logits.data(),
+  darkbert::kernels::linear_forward_raw<float>(x.data(), rows, width, embedding.data(), nullptr, vocab, logits.data(),
                                            darkbert::Activation::none, scratch);
   const int stage = static_cast<int>(state.range(0));
   for (auto _ : state) {
     if (stage == 0)
-      darkbert::ops::linear_forward_raw<float>(x.data(), rows, width, embedding.data(), nullptr, vocab, logits.data(),
+      darkbert::kernels::linear_forward_raw<float>(x.data(), rows, width, embedding.data(), nullptr, vocab, logits.data(),
                                                darkbert::Activation::none, scratch);
     if (stage == 1) {
       dlogits.setZero();  // as the tape's fresh gradient buffer
-      darkbert::ops::cross_entropy_forward(logits.data(), labels.data(), rows, vocab, row_loss.data(), row_lse.data());
-      darkbert::ops::cross_entropy_backward(logits.data(), labels.data(), rows, vocab, 1.0f, dlogits.data(), row_lse.data());
+      darkbert::kernels::cross_entropy_forward(logits.data(), labels.data(), rows, vocab, row_loss.data(), row_lse.data());
+      darkbert::kernels::cross_entropy_backward(logits.data(), labels.data(), rows, vocab, 1.0f, dlogits.data(), row_lse.data());
     }
     if (stage == 2)
-      darkbert::ops::linear_backward_raw<float>(x.data(), logits.data(), rows, width, vocab, embedding.data(),
+      darkbert::kernels::linear_backward_raw<float>(x.data(), logits.data(), rows, width, vocab, embedding.data(),
                                                 dembedding.data(), nullptr, dx.data());
   }
   const double flops = 2.0 * rows * width * vocab * (stage == 2 ? 2 : 1);

@@ -51,7 +51,7 @@ BENCHMARK(BM_Forward)->Arg(1)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTim
 struct Stage {
   explicit Stage(Index batch) : B(batch), N(batch * kLength) { attention.prepare(shape, darkbert::num_threads()); }
   Index B, L = kLength, N, H = 768, I = 3072, heads = 12, d = 64;
-  darkbert::ops::AttentionShape shape{B, L, heads, d, false};
+  darkbert::kernels::AttentionShape shape{B, L, heads, d, false};
   darkbert::Matrix<float> x = darkbert::Matrix<float>::Random(N, H), qkv = darkbert::Matrix<float>::Random(N, 3 * H);
   darkbert::Matrix<float> ctx = darkbert::Matrix<float>::Zero(N, H), out = darkbert::Matrix<float>::Zero(N, H);
   darkbert::Matrix<float> mlp = darkbert::Matrix<float>::Zero(N, I);
@@ -59,7 +59,7 @@ struct Stage {
   std::vector<int> mask = std::vector<int>(static_cast<std::size_t>(N), 1);
   const darkbert::BlockParams<float>& block = model().params().blocks[0];
   darkbert::XwtScratch scratch;
-  darkbert::ops::AttentionScratch attention;
+  darkbert::kernels::AttentionScratch attention;
 };
 
 void BM_Stage_Embeddings(benchmark::State& state) {
@@ -71,7 +71,7 @@ BENCHMARK(BM_Stage_Embeddings)->Arg(1)->Arg(8)->Unit(benchmark::kMillisecond)->U
 
 void BM_Stage_QKV(benchmark::State& state) {
   Stage s(state.range(0));
-  for (auto _ : state) darkbert::ops::linear_forward<float>(s.x.data(), s.N, s.block.qkv, s.qkv.data(), darkbert::Activation::none, s.scratch);
+  for (auto _ : state) darkbert::linear_forward<float>(s.x.data(), s.N, s.block.qkv, s.qkv.data(), darkbert::Activation::none, s.scratch);
   state.counters["GFLOP/s"] = benchmark::Counter(2.0 * s.N * s.H * 3 * s.H * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_Stage_QKV)->Arg(1)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime();
@@ -81,8 +81,8 @@ void BM_Stage_ScoresSoftmax(benchmark::State& state) {
   for (auto _ : state) {
 #pragma omp parallel for schedule(dynamic)
     for (Index p = 0; p < s.B * s.heads; ++p) {
-      darkbert::ops::attention_scores(s.qkv.data(), s.mask.data(), s.maps.data(), s.shape, p / s.heads, p % s.heads, 0.125f, s.attention);
-      darkbert::ops::attention_softmax(s.maps.data(), s.shape, p / s.heads, p % s.heads);
+      darkbert::kernels::attention_scores(s.qkv.data(), s.mask.data(), s.maps.data(), s.shape, p / s.heads, p % s.heads, 0.125f, s.attention);
+      darkbert::kernels::attention_softmax(s.maps.data(), s.shape, p / s.heads, p % s.heads);
     }
   }
 }
@@ -93,7 +93,7 @@ void BM_Stage_Context(benchmark::State& state) {
   for (auto _ : state) {
 #pragma omp parallel for schedule(dynamic)
     for (Index p = 0; p < s.B * s.heads; ++p)
-      darkbert::ops::attention_context(s.qkv.data(), s.maps.data(), s.ctx.data(), s.shape, p / s.heads, p % s.heads, s.attention);
+      darkbert::kernels::attention_context(s.qkv.data(), s.maps.data(), s.ctx.data(), s.shape, p / s.heads, p % s.heads, s.attention);
   }
 }
 BENCHMARK(BM_Stage_Context)->Arg(1)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime();
@@ -101,8 +101,8 @@ BENCHMARK(BM_Stage_Context)->Arg(1)->Arg(8)->Unit(benchmark::kMillisecond)->UseR
 void BM_Stage_OutputLayerNorm(benchmark::State& state) {
   Stage s(state.range(0));
   for (auto _ : state) {
-    darkbert::ops::linear_forward<float>(s.ctx.data(), s.N, s.block.attn_out, s.out.data(), darkbert::Activation::none, s.scratch);
-    darkbert::ops::add_layer_norm_forward<float>(s.out.data(), s.x.data(), nullptr, s.out.data(), s.N, s.H, s.block.attn_norm, 1e-12);
+    darkbert::linear_forward<float>(s.ctx.data(), s.N, s.block.attn_out, s.out.data(), darkbert::Activation::none, s.scratch);
+    darkbert::add_layer_norm_forward<float>(s.out.data(), s.x.data(), nullptr, s.out.data(), s.N, s.H, s.block.attn_norm, 1e-12);
   }
 }
 BENCHMARK(BM_Stage_OutputLayerNorm)->Arg(1)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime();
@@ -110,9 +110,9 @@ BENCHMARK(BM_Stage_OutputLayerNorm)->Arg(1)->Arg(8)->Unit(benchmark::kMillisecon
 void BM_Stage_FFN(benchmark::State& state) {
   Stage s(state.range(0));
   for (auto _ : state) {
-    darkbert::ops::linear_forward<float>(s.x.data(), s.N, s.block.mlp_in, s.mlp.data(), darkbert::Activation::gelu_erf, s.scratch);
-    darkbert::ops::linear_forward<float>(s.mlp.data(), s.N, s.block.mlp_out, s.out.data(), darkbert::Activation::none, s.scratch);
-    darkbert::ops::add_layer_norm_forward<float>(s.out.data(), s.x.data(), nullptr, s.out.data(), s.N, s.H, s.block.mlp_norm, 1e-12);
+    darkbert::linear_forward<float>(s.x.data(), s.N, s.block.mlp_in, s.mlp.data(), darkbert::Activation::gelu_erf, s.scratch);
+    darkbert::linear_forward<float>(s.mlp.data(), s.N, s.block.mlp_out, s.out.data(), darkbert::Activation::none, s.scratch);
+    darkbert::add_layer_norm_forward<float>(s.out.data(), s.x.data(), nullptr, s.out.data(), s.N, s.H, s.block.mlp_norm, 1e-12);
   }
   state.counters["GFLOP/s"] = benchmark::Counter(4.0 * s.N * s.H * s.I * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "darkbert/core/xwt_gemm.hpp"
-#include "darkbert/model/ops/activation.hpp"
+#include "darkbert/kernels/activation.hpp"
 #include "bench_main.hpp"
 
 namespace {
@@ -29,7 +29,7 @@ struct Problem {
   }
   auto epilogue() {
     return [this](float* part, Index first, Index n) {
-      darkbert::ops::bias_epilogue(part, bias.data() + first, n, darkbert::Activation::none);
+      darkbert::kernels::bias_epilogue(part, bias.data() + first, n, darkbert::Activation::none);
     };
   }
   void report(benchmark::State& state) const {

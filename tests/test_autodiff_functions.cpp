@@ -115,7 +115,7 @@ TEST_CASE("activations, layer norm, add, sum") {
 }
 
 TEST_CASE("dropout: the same counter-based mask forward and backward") {
-  const darkbert::ops::DropoutMask mask{0.3f, darkbert::stream_key(1, 2, 3)};
+  const darkbert::kernels::DropoutMask mask{0.3f, darkbert::stream_key(1, 2, 3)};
   CHECK(worst_gradient_error({random_input({6, 9}, 13)},
                              [&](Tape& t, std::vector<Var>& v) { return ad::dropout(t, v[0], mask); }) < kTolerance);
   Tape tape;
@@ -157,7 +157,7 @@ TEST_CASE("attention: padding and causal masks, with and without dropout") {
     for (float p : {0.0f, 0.25f}) {
       CAPTURE(causal);
       CAPTURE(p);
-      const darkbert::ops::DropoutMask drop{p, darkbert::stream_key(5, 6, 7)};
+      const darkbert::kernels::DropoutMask drop{p, darkbert::stream_key(5, 6, 7)};
       const double e = worst_gradient_error({random_input({10, 3 * 6}, 18)}, [&](Tape& t, std::vector<Var>& v) {
         return ad::attention(t, v[0], 2, 5, 2, mask, causal, drop);
       });

@@ -7,7 +7,7 @@
 #include <vector>     // std::vector
 
 #include "darkbert/core/fixed_order_sum.hpp"
-#include "darkbert/model/ops/loss.hpp"
+#include "darkbert/kernels/loss.hpp"
 
 TEST_CASE("fixed_order_sum gives the same bits wherever the data sits") {
   std::mt19937_64 rng(3);
@@ -36,11 +36,11 @@ TEST_CASE("log_sum_exp of a vocabulary-sized row: exact to float precision, inde
   double max = row[0], sum = 0;
   for (float v : row) max = std::max(max, static_cast<double>(v));
   for (float v : row) sum += std::exp(static_cast<double>(v) - max);
-  const float lse = darkbert::ops::log_sum_exp(row.data(), n);
+  const float lse = darkbert::kernels::log_sum_exp(row.data(), n);
   CHECK(lse == doctest::Approx(max + std::log(sum)).epsilon(1e-6));
   std::vector<float> shifted(row.size() + 7);
   for (darkbert::Index offset = 1; offset < 8; ++offset) {
     std::copy(row.begin(), row.end(), shifted.begin() + offset);
-    CHECK(darkbert::ops::log_sum_exp(shifted.data() + offset, n) == lse);
+    CHECK(darkbert::kernels::log_sum_exp(shifted.data() + offset, n) == lse);
   }
 }

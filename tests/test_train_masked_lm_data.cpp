@@ -102,7 +102,7 @@ TEST_CASE("masking: 15% of the non-special tokens, 80/10/10, keyed per example")
     long in_row = 0;
     for (darkbert::Index i = 0; i < batch.length; ++i) {
       const int label = mb.labels.tokens[static_cast<std::size_t>(b * batch.length + i)];
-      if (label == darkbert::ops::ignore_index) continue;
+      if (label == darkbert::kernels::ignore_index) continue;
       ++in_row;
       REQUIRE(position < mb.positions.size());
       CHECK(mb.positions[position] == std::pair<darkbert::Index, darkbert::Index>{b, i});

@@ -43,7 +43,7 @@ darkbert::Batch tiny_batch() {
 
 TEST_CASE("a candidate set holds every target at offset 0, then drawn ids at -log of their inclusion probability") {
   darkbert::SampledSoftmax sampler(zipf_counts, 25);
-  const std::vector<int> targets{7, darkbert::ops::ignore_index, 3, 7, 55};
+  const std::vector<int> targets{7, darkbert::kernels::ignore_index, 3, 7, 55};
   darkbert::SampledCandidates s;
   sampler.draw(targets, 42, s);
   REQUIRE(s.rows.size() == s.offsets.size());
@@ -53,7 +53,7 @@ TEST_CASE("a candidate set holds every target at offset 0, then drawn ids at -lo
   CHECK(s.rows[0] == 7);
   CHECK(s.rows[1] == 3);
   CHECK(s.rows[2] == 55);
-  CHECK(s.targets == std::vector<int>{0, darkbert::ops::ignore_index, 1, 0, 2});
+  CHECK(s.targets == std::vector<int>{0, darkbert::kernels::ignore_index, 1, 0, 2});
   for (std::size_t k = 0; k < s.rows.size(); ++k) {
     if (k < 3) CHECK(s.offsets[k] == 0);
     else CHECK(s.offsets[k] == doctest::Approx(-std::log(sampler.inclusion(s.rows[k]))).epsilon(1e-12));

@@ -1,6 +1,6 @@
 #pragma once
 /// @file
-/// Differentiable functions on tape Vars. Each computes its output with a kernel from model/ops/ and
+/// Differentiable functions on tape Vars. Each computes its output with a kernel from kernels/ and
 /// records the closure that runs the kernel's backward; shapes in the comment above each one. Tensors are
 /// row-major; a Var of rank r is treated as a [rows, cols] matrix over its last axis where that matters.
 ///
@@ -21,12 +21,12 @@
 
 #include "../core/error.hpp"
 #include "../core/matrix.hpp"
-#include "../model/ops/activation.hpp"
-#include "../model/ops/attention.hpp"
-#include "../model/ops/dropout.hpp"
-#include "../model/ops/layer_norm.hpp"
-#include "../model/ops/linear.hpp"
-#include "../model/ops/loss.hpp"
+#include "../kernels/activation.hpp"
+#include "../kernels/attention.hpp"
+#include "../kernels/dropout.hpp"
+#include "../kernels/layer_norm.hpp"
+#include "../kernels/linear.hpp"
+#include "../kernels/loss.hpp"
 #include "tape.hpp"
 
 namespace darkbert::autodiff {
@@ -53,11 +53,11 @@ Var<T> linear(Tape<T>& tape, const Var<T>& x, const Var<T>& w, const Var<T>& b, 
   Var<T> y = into.valid() ? into : tape.variable({rows, out});
   const bool need_pre = tape.recording() && (f == Activation::gelu_erf || f == Activation::gelu_tanh || f == Activation::relu);
   T* pre = need_pre ? tape.scratch(rows * out) : nullptr;
-  ops::linear_forward_raw<T>(x.value(), rows, in, w.value(), b.valid() ? b.value() : nullptr, out, y.value(), f,
+  kernels::linear_forward_raw<T>(x.value(), rows, in, w.value(), b.valid() ? b.value() : nullptr, out, y.value(), f,
                              tape.gemm_scratch(), pre);
   tape.record([=] {
-    ops::activation_backward<T>(pre, y.value(), y.grad(), rows * out, f);
-    ops::linear_backward_raw<T>(x.value(), y.grad(), rows, in, out, w.value(), w.grad(), b.valid() ? b.grad() : nullptr,
+    kernels::activation_backward<T>(pre, y.value(), y.grad(), rows * out, f);
+    kernels::linear_backward_raw<T>(x.value(), y.grad(), rows, in, out, w.value(), w.grad(), b.valid() ? b.grad() : nullptr,
                                 x.grad(), /*accumulate_dx=*/true);
   });
   return y;
@@ -69,9 +69,9 @@ Var<T> activation(Tape<T>& tape, const Var<T>& x, Activation f) {
   Var<T> y = tape.variable(x.shape());
   const Index n = x.size();
   std::copy(x.value(), x.value() + n, y.value());
-  ops::activate(y.value(), n, f);
+  kernels::activate(y.value(), n, f);
   tape.record([=] {
-    ops::activation_backward<T>(x.value(), y.value(), y.grad(), n, f);  // y's gradient is consumed only here
+    kernels::activation_backward<T>(x.value(), y.value(), y.grad(), n, f);  // y's gradient is consumed only here
     for (Index i = 0; i < n; ++i) x.grad()[i] += y.grad()[i];
   });
   return y;
@@ -84,11 +84,11 @@ Var<T> layer_norm(Tape<T>& tape, const Var<T>& x, const Var<T>& w, const Var<T>&
   require(w.size() == cols && b.size() == cols, "autodiff::layer_norm: ", cols, " features but parameters of ",
           w.size(), " and ", b.size());
   Var<T> y = tape.variable(x.shape());
-  ops::NormStats<T> stats;
+  kernels::NormStats<T> stats;
   if (tape.recording()) stats = {tape.scratch(rows), tape.scratch(rows)};
-  ops::add_layer_norm_forward_raw<T>(x.value(), nullptr, nullptr, y.value(), rows, cols, w.value(), b.value(), eps, stats);
+  kernels::add_layer_norm_forward_raw<T>(x.value(), nullptr, nullptr, y.value(), rows, cols, w.value(), b.value(), eps, stats);
   tape.record([=] {
-    ops::layer_norm_backward_raw<T>(x.value(), stats, y.grad(), rows, cols, w.value(), w.grad(), b.grad(), x.grad(),
+    kernels::layer_norm_backward_raw<T>(x.value(), stats, y.grad(), rows, cols, w.value(), w.grad(), b.grad(), x.grad(),
                                     /*accumulate=*/true);
   });
   return y;
@@ -124,16 +124,16 @@ Var<T> sum(Tape<T>& tape, const Var<T>& x) {
   return y;
 }
 
-/// Inverted dropout with a counter-based mask (ops/dropout.hpp); identity when mask.p == 0.
+/// Inverted dropout with a counter-based mask (kernels/dropout.hpp); identity when mask.p == 0.
 template <class T>
-Var<T> dropout(Tape<T>& tape, const Var<T>& x, const ops::DropoutMask& mask) {
+Var<T> dropout(Tape<T>& tape, const Var<T>& x, const kernels::DropoutMask& mask) {
   if (!mask.active()) return x;
   Var<T> y = tape.variable(x.shape());
   const Index n = x.size();
   std::copy(x.value(), x.value() + n, y.value());
-  ops::dropout_apply(y.value(), n, 0, mask);
+  kernels::dropout_apply(y.value(), n, 0, mask);
   tape.record([=] {
-    ops::dropout_apply(y.grad(), n, 0, mask);
+    kernels::dropout_apply(y.grad(), n, 0, mask);
     for (Index i = 0; i < n; ++i) x.grad()[i] += y.grad()[i];
   });
   return y;
@@ -180,52 +180,52 @@ Var<T> embedding(Tape<T>& tape, const Var<T>& table, const int* ids, Index n, in
 /// `key_mask` must live until backward.
 template <class T>
 Var<T> attention(Tape<T>& tape, const Var<T>& qkv, Index batch, Index length, Index heads, const int* key_mask,
-                 bool causal, const ops::DropoutMask& drop = {}) {
+                 bool causal, const kernels::DropoutMask& drop = {}) {
   const Index H = qkv.cols() / 3;
   require(qkv.cols() == 3 * H && H % heads == 0 && qkv.rows() == batch * length,
           "autodiff::attention: qkv is [", qkv.rows(), ", ", qkv.cols(), "], expected [B·L, 3H] with H divisible by ", heads);
-  const ops::AttentionShape s{batch, length, heads, H / heads, causal};
+  const kernels::AttentionShape s{batch, length, heads, H / heads, causal};
   const T scale = T(1) / std::sqrt(static_cast<T>(s.head_dim));
   Var<T> ctx = tape.variable({batch * length, H});
   T* pattern = tape.scratch(batch * heads * length * length);
   const Index L2 = length * length;
   T* dropped = drop.active() ? tape.scratch(L2) : nullptr;
-  ops::AttentionScratch scratch;  // (this general op is not on the transformer's hot path)
+  kernels::AttentionScratch scratch;  // (this general op is not on the transformer's hot path)
   scratch.prepare(s, 1);
   for (Index b = 0; b < batch; ++b)
     for (Index h = 0; h < heads; ++h) {
-      ops::attention_scores(qkv.value(), key_mask, pattern, s, b, h, scale, scratch);
-      ops::attention_softmax(pattern, s, b, h);
+      kernels::attention_scores(qkv.value(), key_mask, pattern, s, b, h, scale, scratch);
+      kernels::attention_softmax(pattern, s, b, h);
       const T* P = pattern + s.map_offset(b, h);
       if (dropped) {
         std::copy(P, P + L2, dropped);
-        ops::dropout_apply(dropped, L2, s.map_offset(b, h), drop);
+        kernels::dropout_apply(dropped, L2, s.map_offset(b, h), drop);
         P = dropped;
       }
-      ops::attention_context_from(qkv.value(), P, ctx.value(), s, b, h, scratch);
+      kernels::attention_context_from(qkv.value(), P, ctx.value(), s, b, h, scratch);
     }
   tape.record([=, &tape] {
     T* dqkv = tape.scratch(qkv.size());
     T* work = tape.scratch(2 * L2);
     for (Index b = 0; b < batch; ++b)
       for (Index h = 0; h < heads; ++h)
-        ops::attention_backward(qkv.value(), pattern + s.map_offset(b, h), ctx.grad(), dqkv, s, b, h, scale, true, drop,
+        kernels::attention_backward(qkv.value(), pattern + s.map_offset(b, h), ctx.grad(), dqkv, s, b, h, scale, true, drop,
                                 s.map_offset(b, h), work);
     for (Index i = 0; i < qkv.size(); ++i) qkv.grad()[i] += dqkv[i];
   });
   return ctx;
 }
 
-/// Mean cross-entropy over the rows of logits [rows, classes] whose label is not ops::ignore_index.
+/// Mean cross-entropy over the rows of logits [rows, classes] whose label is not kernels::ignore_index.
 /// `labels` must live until backward.
 template <class T>
 Var<T> cross_entropy(Tape<T>& tape, const Var<T>& logits, const int* labels) {
   const Index rows = logits.rows(), classes = logits.cols();
   Var<T> loss = tape.variable({});
   T* row_lse = tape.scratch(rows);
-  loss.value()[0] = ops::cross_entropy_forward(logits.value(), labels, rows, classes, tape.scratch(rows), row_lse);
+  loss.value()[0] = kernels::cross_entropy_forward(logits.value(), labels, rows, classes, tape.scratch(rows), row_lse);
   tape.record([=] {
-    ops::cross_entropy_backward(logits.value(), labels, rows, classes, loss.grad()[0], logits.grad(), row_lse);
+    kernels::cross_entropy_backward(logits.value(), labels, rows, classes, loss.grad()[0], logits.grad(), row_lse);
   });
   return loss;
 }
@@ -235,8 +235,8 @@ template <class T>
 Var<T> mse(Tape<T>& tape, const Var<T>& x, const T* target) {
   const Index n = x.size();
   Var<T> loss = tape.variable({});
-  loss.value()[0] = ops::mse_forward(x.value(), target, n);
-  tape.record([=] { ops::mse_backward(x.value(), target, n, loss.grad()[0], x.grad()); });
+  loss.value()[0] = kernels::mse_forward(x.value(), target, n);
+  tape.record([=] { kernels::mse_backward(x.value(), target, n, loss.grad()[0], x.grad()); });
   return loss;
 }
 

@@ -13,7 +13,7 @@
 /// @endcode
 ///
 /// Operations are layer-sized (a linear layer, an attention, a whole transformer block), their backward
-/// kernels are written by hand beside their forwards (model/ops/), so the tape holds a few dozen nodes
+/// kernels are written by hand beside their forwards (kernels/), so the tape holds a few dozen nodes
 /// per step, not millions.
 ///
 /// Memory: the tape's arena replays. A training step asks for the same sequence of buffer sizes every

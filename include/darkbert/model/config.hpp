@@ -22,7 +22,7 @@
 #include "../core/error.hpp"
 #include "../io/checkpoint.hpp"  // CheckpointFolder
 #include "../io/json.hpp"        // read_json_file, json_integer
-#include "ops/activation.hpp"    // Activation
+#include "../kernels/activation.hpp"    // Activation
 
 namespace darkbert {
 

@@ -8,7 +8,7 @@
 #include <vector>    // std::vector
 
 #include "../core/matrix.hpp"
-#include "ops/activation.hpp"  // Activation
+#include "../kernels/activation.hpp"  // Activation
 
 namespace darkbert {
 

@@ -15,7 +15,7 @@
 
 #include "../autodiff/tape.hpp"
 #include "../core/counter_rng.hpp"
-#include "ops/dropout.hpp"
+#include "../kernels/dropout.hpp"
 #include "parameters.hpp"
 
 namespace darkbert {
@@ -33,7 +33,7 @@ struct TrainingPass {
   bool train_encoder = true;
 
   /// The mask of one dropout site (a layer's attention probabilities, a residual branch, ...).
-  ops::DropoutMask mask(double p, std::uint64_t site) const {
+  kernels::DropoutMask mask(double p, std::uint64_t site) const {
     return {dropout ? static_cast<float>(p) : 0.0f, stream_key(seed, step, site)};
   }
 };

@@ -10,7 +10,7 @@
 /// out.attentions;                              // [layers, B, heads, L, L]
 /// @endcode
 ///
-/// The forward pass is a sequence of kernels from model/ops/ over a few preallocated buffers, with a hook
+/// The forward pass is a sequence of kernels (kernels/, model/layers.hpp) over a few preallocated buffers, with a hook
 /// test at every named point (hooks/hook_point.hpp). Each kernel keeps its shapes in a comment.
 ///
 /// Training (ForwardOptions::training) runs the same code. Each block then writes its activations into its
@@ -41,13 +41,12 @@
 #include "../core/xwt_gemm.hpp"
 #include "../hooks/hooks.hpp"
 #include "../hooks/masking_policy.hpp"
+#include "../kernels/activation.hpp"
+#include "../kernels/attention.hpp"
+#include "../kernels/dropout.hpp"
 #include "batch.hpp"
 #include "config.hpp"
-#include "ops/activation.hpp"
-#include "ops/attention.hpp"
-#include "ops/dropout.hpp"
-#include "ops/layer_norm.hpp"
-#include "ops/linear.hpp"
+#include "layers.hpp"  // Linear and LayerNorm layers through the kernels
 #include "parameter_names.hpp"
 #include "parameters.hpp"
 #include "task_heads.hpp"
@@ -100,7 +99,7 @@ struct BlockBuffers {
   T* mlp_pre = nullptr;      ///< [N, I] MLP hidden before the activation (training)
   T* mlp = nullptr;          ///< [N, I] MLP hidden after the activation
   T* sum2 = nullptr;         ///< [N, H] post-LN: mid + MLP branch, the input of the second LayerNorm
-  ops::NormStats<T> stats1, stats2;  ///< of the two LayerNorms (training)
+  kernels::NormStats<T> stats1, stats2;  ///< of the two LayerNorms (training)
   T* dropped = nullptr;      ///< [threads, L, L] dropped-out pattern copies (training with attention dropout)
   T* softmax = nullptr;      ///< [B, heads, L, L] the pattern before a pass-through pattern hook changed it
   T* d_maps = nullptr;       ///< [B, heads, L, L] dP, then dS, when gradient hooks read them (training)
@@ -125,7 +124,7 @@ struct ForwardScratch {
   std::vector<Index> decoder_rows;  ///< copy of ForwardOptions::decoder_rows (read by the backward)
   std::vector<T> decoder_offsets;   ///< ForwardOptions::decoder_offsets in T
   XwtScratch gemm;               ///< packed activations of the linear layers
-  ops::AttentionScratch attention;  ///< per-thread memory of the per-head products
+  kernels::AttentionScratch attention;  ///< per-thread memory of the per-head products
   /// The heads' non-recording tape when not training (behind a pointer: a tape does not move, a result does).
   std::unique_ptr<autodiff::Tape<T>> inference_tape = std::make_unique<autodiff::Tape<T>>();
   std::vector<T*> streams;                  ///< residual stream entering each layer
@@ -262,7 +261,7 @@ class Transformer {
 
   /// The embedding block alone: [B, L] ids -> out [B, L, H] (what hook_embed sees). No validation.
   /// Training keeps the LayerNorm input (`sum` [N, H]) and statistics.
-  void embed(const Batch& batch, T* out, T* sum = nullptr, ops::NormStats<T> stats = {}) const;
+  void embed(const Batch& batch, T* out, T* sum = nullptr, kernels::NormStats<T> stats = {}) const;
 
  private:
   using Workspace = detail::ForwardScratch<T>;
@@ -270,7 +269,7 @@ class Transformer {
   using Var = autodiff::Var<T>;
 
   void validate_batch(const Batch& batch) const;
-  ops::AttentionShape attention_shape(const Batch& batch) const {
+  kernels::AttentionShape attention_shape(const Batch& batch) const {
     return {batch.batch_size, batch.length, config_.num_heads, config_.head_dim(), config_.causal};
   }
   T attention_scale(int layer) const {
@@ -290,7 +289,7 @@ class Transformer {
   void attention_backward(int layer, const Batch& batch, const T* attn, const Buffers& buf, const T* d_ctx,
                           T* d_qkv, T* work, const TrainingPass<T>& pass, const MaskingPolicies<T>* policies,
                           const HookRegistry<T>* hooks, const int* mask) const;
-  void embed_backward(const Batch& batch, const T* sum, ops::NormStats<T> stats, T* d_out, T* work,
+  void embed_backward(const Batch& batch, const T* sum, kernels::NormStats<T> stats, T* d_out, T* work,
                       EmbeddingParams<T>& grads) const;
   void heads_forward(const Batch& batch, const Var& last, ForwardResult<T>& result, const ForwardOptions<T>& options,
                      autodiff::Tape<T>& tape) const;
@@ -375,7 +374,7 @@ inline Index next_position(const Batch& batch, const ModelConfig& c, Index b, In
 /// GPT-2: wte[id] + wpe[pos].
 /// @endcode
 template <class T>
-void Transformer<T>::embed(const Batch& batch, T* out, T* sum, ops::NormStats<T> stats) const {
+void Transformer<T>::embed(const Batch& batch, T* out, T* sum, kernels::NormStats<T> stats) const {
   const auto& e = params_.embeddings;
   const Index B = batch.batch_size, L = batch.length, H = config_.hidden_size;
   const bool types = config_.type_vocab_size > 0;
@@ -392,7 +391,7 @@ void Transformer<T>::embed(const Batch& batch, T* out, T* sum, ops::NormStats<T>
       }
     }
   }
-  if (e.norm) ops::add_layer_norm_forward<T>(out, nullptr, sum, out, B * L, H, *e.norm, config_.layer_norm_eps, stats);
+  if (e.norm) add_layer_norm_forward<T>(out, nullptr, sum, out, B * L, H, *e.norm, config_.layer_norm_eps, stats);
 }
 
 /// Backward of the embedding block: d_out [N, H] (dropout already undone) -> gradients of the tables. The
@@ -400,13 +399,13 @@ void Transformer<T>::embed(const Batch& batch, T* out, T* sum, ops::NormStats<T>
 /// Hugging Face's nn.Embedding(padding_idx). Threads own column blocks and add tokens in order, so the
 /// sums are deterministic. work: [N, H].
 template <class T>
-void Transformer<T>::embed_backward(const Batch& batch, const T* sum, ops::NormStats<T> stats, T* d_out, T* work,
+void Transformer<T>::embed_backward(const Batch& batch, const T* sum, kernels::NormStats<T> stats, T* d_out, T* work,
                                     EmbeddingParams<T>& g) const {
   const auto& e = params_.embeddings;
   const Index B = batch.batch_size, L = batch.length, N = B * L, H = config_.hidden_size;
   const T* d = d_out;
   if (e.norm) {
-    ops::layer_norm_backward<T>(sum, stats, d_out, N, H, *e.norm, &*g.norm, work);
+    layer_norm_backward<T>(sum, stats, d_out, N, H, *e.norm, &*g.norm, work);
     d = work;
   }
   const int word_pad = config_.family == Family::gpt2 ? -1 : config_.pad_token_id;
@@ -449,9 +448,9 @@ void Transformer<T>::attention(int layer, const Batch& batch, T* attn, const Buf
   const bool hooks_here = hooked(options, HookPoint::attn_scores, layer) || hooked(options, HookPoint::pattern, layer);
   const bool policed = options.policies && options.policies->affects_layer(layer);
   const auto maps = TensorView<T>::contiguous(attn, {shape.batch, shape.heads, shape.length, shape.length});
-  const ops::DropoutMask drop = options.training && buf.dropped
+  const kernels::DropoutMask drop = options.training && buf.dropped
                                     ? options.training->mask(config_.attention_dropout, dropout_site::attention(layer))
-                                    : ops::DropoutMask{};
+                                    : kernels::DropoutMask{};
   auto& scratch = ws.attention;
   const int threads = omp_get_max_threads();
   scratch.prepare(shape, threads);
@@ -462,10 +461,10 @@ void Transformer<T>::attention(int layer, const Batch& batch, T* attn, const Buf
     if (drop.active()) {
       T* copy = buf.dropped + omp_get_thread_num() * L2;
       std::copy(map, map + L2, copy);
-      ops::dropout_apply(copy, L2, shape.map_offset(b, h), drop);
+      kernels::dropout_apply(copy, L2, shape.map_offset(b, h), drop);
       map = copy;
     }
-    ops::attention_context_from(qkv, map, buf.ctx, shape, b, h, scratch);
+    kernels::attention_context_from(qkv, map, buf.ctx, shape, b, h, scratch);
   };
 
   if (!hooks_here && !policed) {
@@ -473,17 +472,17 @@ void Transformer<T>::attention(int layer, const Batch& batch, T* attn, const Buf
 #pragma omp parallel for schedule(dynamic) num_threads(threads)
     for (Index p = 0; p < pairs; ++p) {
       const Index b = p / shape.heads, h = p % shape.heads;
-      ops::attention_scores(qkv, mask, attn, shape, b, h, scale, scratch);
-      ops::attention_softmax(attn, shape, b, h);
+      kernels::attention_scores(qkv, mask, attn, shape, b, h, scale, scratch);
+      kernels::attention_softmax(attn, shape, b, h);
       context(p);
     }
     return;
   }
 #pragma omp parallel for schedule(dynamic) num_threads(threads)
-  for (Index p = 0; p < pairs; ++p) ops::attention_scores(qkv, mask, attn, shape, p / shape.heads, p % shape.heads, scale, scratch);
+  for (Index p = 0; p < pairs; ++p) kernels::attention_scores(qkv, mask, attn, shape, p / shape.heads, p % shape.heads, scale, scratch);
   run_hook(options, batch, ws.mask.data(), HookPoint::attn_scores, layer, maps, 1);
 #pragma omp parallel for schedule(dynamic) num_threads(threads)
-  for (Index p = 0; p < pairs; ++p) ops::attention_softmax(attn, shape, p / shape.heads, p % shape.heads);
+  for (Index p = 0; p < pairs; ++p) kernels::attention_softmax(attn, shape, p / shape.heads, p % shape.heads);
   if (policed)
     options.policies->apply(layer, attn, mask, shape.batch, static_cast<int>(shape.heads), shape.length, shape.causal);
   if (buf.softmax) std::copy(attn, attn + pairs * L2, buf.softmax);  // the softmax backward reads it
@@ -509,39 +508,39 @@ void Transformer<T>::block_forward(int layer, const Batch& batch, const T* in, T
   const auto* train = options.training && options.training->train_encoder ? options.training : nullptr;
   auto residual_view = [&](const T* p) { return TensorView<T>::contiguous(const_cast<T*>(p), {B, L, H}); };
   auto dropout = [&](T* x, std::uint64_t site) {
-    if (train) ops::dropout_apply(x, N * H, 0, train->mask(config_.hidden_dropout, site));
+    if (train) kernels::dropout_apply(x, N * H, 0, train->mask(config_.hidden_dropout, site));
   };
 
   run_hook(options, batch, ws.mask.data(), HookPoint::resid_pre, layer, residual_view(in));
   const T* attn_in = in;
   if (pre_ln) {
-    ops::layer_norm_forward<T>(in, buf.normed1, N, H, blk.attn_norm, eps, buf.stats1);
+    layer_norm_forward<T>(in, buf.normed1, N, H, blk.attn_norm, eps, buf.stats1);
     attn_in = buf.normed1;
   }
-  ops::linear_forward<T>(attn_in, N, blk.qkv, buf.qkv, Activation::none, ws.gemm);  // [N, H] -> [N, 3H]
+  linear_forward<T>(attn_in, N, blk.qkv, buf.qkv, Activation::none, ws.gemm);  // [N, H] -> [N, 3H]
   for (int k = 0; k < 3; ++k)
     run_hook(options, batch, ws.mask.data(), qkv_point(k), layer, qkv_view(buf.qkv, k, B, L), 2);
   attention(layer, batch, attn, buf, ws, options);
   run_hook(options, batch, ws.mask.data(), HookPoint::z, layer, TensorView<T>::contiguous(buf.ctx, {B, L, nh, d}), 2);
-  ops::linear_forward<T>(buf.ctx, N, blk.attn_out, buf.proj, Activation::none, ws.gemm);  // [N, H] -> [N, H]
+  linear_forward<T>(buf.ctx, N, blk.attn_out, buf.proj, Activation::none, ws.gemm);  // [N, H] -> [N, H]
   run_hook(options, batch, ws.mask.data(), HookPoint::attn_out, layer, residual_view(buf.proj));
   dropout(buf.proj, dropout_site::attention_output(layer));
 
   const T* mlp_in = buf.mid;
   if (pre_ln) {
     // mid = in + attn_out; normed2 = LN_2(mid)
-    ops::add_layer_norm_forward<T>(buf.proj, in, buf.mid, buf.normed2, N, H, blk.mlp_norm, eps, buf.stats2);
+    add_layer_norm_forward<T>(buf.proj, in, buf.mid, buf.normed2, N, H, blk.mlp_norm, eps, buf.stats2);
     run_hook(options, batch, ws.mask.data(), HookPoint::resid_mid, layer, residual_view(buf.mid));
     if (hooked(options, HookPoint::resid_mid, layer))
-      ops::layer_norm_forward<T>(buf.mid, buf.normed2, N, H, blk.mlp_norm, eps, buf.stats2);  // hook changed mid
+      layer_norm_forward<T>(buf.mid, buf.normed2, N, H, blk.mlp_norm, eps, buf.stats2);  // hook changed mid
     mlp_in = buf.normed2;
   } else {
-    ops::add_layer_norm_forward<T>(buf.proj, in, buf.sum1, buf.mid, N, H, blk.attn_norm, eps, buf.stats1);
+    add_layer_norm_forward<T>(buf.proj, in, buf.sum1, buf.mid, N, H, blk.attn_norm, eps, buf.stats1);
     run_hook(options, batch, ws.mask.data(), HookPoint::resid_mid, layer, residual_view(buf.mid));
   }
-  ops::linear_forward<T>(mlp_in, N, blk.mlp_in, buf.mlp, config_.activation, ws.gemm, buf.mlp_pre);  // [N, H] -> [N, I]
+  linear_forward<T>(mlp_in, N, blk.mlp_in, buf.mlp, config_.activation, ws.gemm, buf.mlp_pre);  // [N, H] -> [N, I]
   run_hook(options, batch, ws.mask.data(), HookPoint::mlp_post, layer, TensorView<T>::contiguous(buf.mlp, {B, L, I}));
-  ops::linear_forward<T>(buf.mlp, N, blk.mlp_out, buf.proj, Activation::none, ws.gemm);  // [N, I] -> [N, H]
+  linear_forward<T>(buf.mlp, N, blk.mlp_out, buf.proj, Activation::none, ws.gemm);  // [N, I] -> [N, H]
   run_hook(options, batch, ws.mask.data(), HookPoint::mlp_out, layer, residual_view(buf.proj));
   dropout(buf.proj, dropout_site::mlp_output(layer));
   if (pre_ln) {
@@ -550,7 +549,7 @@ void Transformer<T>::block_forward(int layer, const Batch& batch, const T* in, T
 #pragma omp parallel for schedule(static)
     for (Index i = 0; i < N * H; ++i) out[i] = a[i] + m[i];
   } else {
-    ops::add_layer_norm_forward<T>(buf.proj, buf.mid, buf.sum2, out, N, H, blk.mlp_norm, eps, buf.stats2);
+    add_layer_norm_forward<T>(buf.proj, buf.mid, buf.sum2, out, N, H, blk.mlp_norm, eps, buf.stats2);
   }
   run_hook(options, batch, ws.mask.data(), HookPoint::resid_post, layer, residual_view(out));
 }
@@ -582,7 +581,7 @@ void Transformer<T>::block_backward(int layer, const Batch& batch, const T* in, 
   T* d_qkv = d_mlp + N * I;  // [N, 3H]
   T* attention_work = d_qkv + N * 3 * H;
   auto undo_dropout = [&](T* x, std::uint64_t site) {
-    ops::dropout_apply(x, N * H, 0, pass.mask(config_.hidden_dropout, site));
+    kernels::dropout_apply(x, N * H, 0, pass.mask(config_.hidden_dropout, site));
   };
   auto gradient_hook = [&](HookPoint point, TensorView<T> gradient, int head_axis = -1) {
     run_gradient_hook(hooks, batch, mask, point, layer, gradient, head_axis);
@@ -599,19 +598,19 @@ void Transformer<T>::block_backward(int layer, const Batch& batch, const T* in, 
   if (pre_ln) {
     std::copy(d_out, d_out + N * H, d_branch);
   } else {
-    ops::layer_norm_backward<T>(buf.sum2, buf.stats2, d_out, N, H, blk.mlp_norm, &g.mlp_norm, d_branch);
+    layer_norm_backward<T>(buf.sum2, buf.stats2, d_out, N, H, blk.mlp_norm, &g.mlp_norm, d_branch);
   }
   std::copy(d_branch, d_branch + N * H, d_mid);  // the residual's share
   undo_dropout(d_branch, dropout_site::mlp_output(layer));
   gradient_hook(HookPoint::mlp_out, residual_view(d_branch));
-  ops::linear_backward<T>(buf.mlp, d_branch, N, blk.mlp_out, &g.mlp_out, d_mlp);  // [N, H] -> [N, I]
+  linear_backward<T>(buf.mlp, d_branch, N, blk.mlp_out, &g.mlp_out, d_mlp);  // [N, H] -> [N, I]
   gradient_hook(HookPoint::mlp_post, TensorView<T>::contiguous(d_mlp, {B, L, I}));
-  ops::activation_backward<T>(buf.mlp_pre, buf.mlp, d_mlp, N * I, config_.activation);
+  kernels::activation_backward<T>(buf.mlp_pre, buf.mlp, d_mlp, N * I, config_.activation);
   if (pre_ln) {
-    ops::linear_backward<T>(buf.normed2, d_mlp, N, blk.mlp_in, &g.mlp_in, d_c);  // -> d LN_2(mid)
-    ops::layer_norm_backward<T>(buf.mid, buf.stats2, d_c, N, H, blk.mlp_norm, &g.mlp_norm, d_mid, /*accumulate=*/true);
+    linear_backward<T>(buf.normed2, d_mlp, N, blk.mlp_in, &g.mlp_in, d_c);  // -> d LN_2(mid)
+    layer_norm_backward<T>(buf.mid, buf.stats2, d_c, N, H, blk.mlp_norm, &g.mlp_norm, d_mid, /*accumulate=*/true);
   } else {
-    ops::linear_backward<T>(buf.mid, d_mlp, N, blk.mlp_in, &g.mlp_in, d_mid, /*accumulate_dx=*/true);
+    linear_backward<T>(buf.mid, d_mlp, N, blk.mlp_in, &g.mlp_in, d_mid, /*accumulate_dx=*/true);
   }
   gradient_hook(HookPoint::resid_mid, residual_view(d_mid));
 
@@ -619,28 +618,28 @@ void Transformer<T>::block_backward(int layer, const Batch& batch, const T* in, 
   T* d_resid = d_mid;  // the input's gradient through the residual connection
   T* d_ctx = d_c;
   if (!pre_ln) {
-    ops::layer_norm_backward<T>(buf.sum1, buf.stats1, d_mid, N, H, blk.attn_norm, &g.attn_norm, d_c);
+    layer_norm_backward<T>(buf.sum1, buf.stats1, d_mid, N, H, blk.attn_norm, &g.attn_norm, d_c);
     d_resid = d_c;
     d_ctx = d_mid;  // free now
   }
   std::copy(d_resid, d_resid + N * H, d_branch);
   undo_dropout(d_branch, dropout_site::attention_output(layer));
   gradient_hook(HookPoint::attn_out, residual_view(d_branch));
-  ops::linear_backward<T>(buf.ctx, d_branch, N, blk.attn_out, &g.attn_out, d_ctx);  // [N, H] -> [N, H]
+  linear_backward<T>(buf.ctx, d_branch, N, blk.attn_out, &g.attn_out, d_ctx);  // [N, H] -> [N, H]
   gradient_hook(HookPoint::z, TensorView<T>::contiguous(d_ctx, {B, L, nh, d}), 2);
   attention_backward(layer, batch, attn, buf, d_ctx, d_qkv, attention_work, pass, policies, hooks, mask);
   for (int k = 0; k < 3; ++k) gradient_hook(qkv_point(k), qkv_view(d_qkv, k, B, L), 2);
   add_into(d_in, d_resid);
   if (pre_ln) {
-    ops::linear_backward<T>(buf.normed1, d_qkv, N, blk.qkv, &g.qkv, d_branch);  // -> d LN_1(in)
-    ops::layer_norm_backward<T>(in, buf.stats1, d_branch, N, H, blk.attn_norm, &g.attn_norm, d_in, /*accumulate=*/true);
+    linear_backward<T>(buf.normed1, d_qkv, N, blk.qkv, &g.qkv, d_branch);  // -> d LN_1(in)
+    layer_norm_backward<T>(in, buf.stats1, d_branch, N, H, blk.attn_norm, &g.attn_norm, d_in, /*accumulate=*/true);
   } else {
-    ops::linear_backward<T>(in, d_qkv, N, blk.qkv, &g.qkv, d_in, /*accumulate_dx=*/true);
+    linear_backward<T>(in, d_qkv, N, blk.qkv, &g.qkv, d_in, /*accumulate_dx=*/true);
   }
 }
 
 /// d_ctx [N, H] -> d_qkv [N, 3H] for every (b, h) pair in parallel. Without gradient hooks on the maps each
-/// pair runs its three stages back to back (ops::attention_backward); with them, each stage runs over all
+/// pair runs its three stages back to back (kernels::attention_backward); with them, each stage runs over all
 /// pairs into buf.d_maps [B, heads, L, L], and the hooks see dP (hook_pattern) and then dS (hook_attn_scores).
 template <class T>
 void Transformer<T>::attention_backward(int layer, const Batch& batch, const T* attn, const Buffers& buf,
@@ -649,7 +648,7 @@ void Transformer<T>::attention_backward(int layer, const Batch& batch, const T* 
                                         const int* mask) const {
   const auto shape = attention_shape(batch);
   const T scale = attention_scale(layer);
-  const ops::DropoutMask drop = pass.mask(config_.attention_dropout, dropout_site::attention(layer));
+  const kernels::DropoutMask drop = pass.mask(config_.attention_dropout, dropout_site::attention(layer));
   const Index L = shape.length, L2 = shape.map_size(), pairs = shape.batch * shape.heads;
   const int threads = omp_get_max_threads();
   // A head whose pattern a masking policy replaced does not depend on Q and K (a disabled head).
@@ -658,7 +657,7 @@ void Transformer<T>::attention_backward(int layer, const Batch& batch, const T* 
 #pragma omp parallel for schedule(dynamic) num_threads(threads)
     for (Index p = 0; p < pairs; ++p) {
       const Index b = p / shape.heads, h = p % shape.heads;
-      ops::attention_backward(buf.qkv, attn + shape.map_offset(b, h), d_ctx, d_qkv, shape, b, h, scale,
+      kernels::attention_backward(buf.qkv, attn + shape.map_offset(b, h), d_ctx, d_qkv, shape, b, h, scale,
                               through_scores(h), drop, shape.map_offset(b, h), work + omp_get_thread_num() * 2 * L2);
     }
     return;
@@ -669,20 +668,20 @@ void Transformer<T>::attention_backward(int layer, const Batch& batch, const T* 
 #pragma omp parallel for schedule(dynamic) num_threads(threads)
   for (Index p = 0; p < pairs; ++p) {
     const Index b = p / shape.heads, h = p % shape.heads, at = shape.map_offset(b, h);
-    ops::attention_backward_values(buf.qkv, attn + at, d_ctx, d_qkv, shape, b, h, drop, at, buf.d_maps + at,
+    kernels::attention_backward_values(buf.qkv, attn + at, d_ctx, d_qkv, shape, b, h, drop, at, buf.d_maps + at,
                                    work + omp_get_thread_num() * 2 * L2);
   }
   run_gradient_hook(hooks, batch, mask, HookPoint::pattern, layer, maps, 1);
 #pragma omp parallel for schedule(static) num_threads(threads)
   for (Index p = 0; p < pairs; ++p)
-    ops::softmax_backward_rows(softmax + p * L2, buf.d_maps + p * L2, L, T(1));
+    kernels::softmax_backward_rows(softmax + p * L2, buf.d_maps + p * L2, L, T(1));
   run_gradient_hook(hooks, batch, mask, HookPoint::attn_scores, layer, maps, 1);
 #pragma omp parallel for schedule(dynamic) num_threads(threads)
   for (Index p = 0; p < pairs; ++p) {
     const Index b = p / shape.heads, h = p % shape.heads;
     T* dS = buf.d_maps + p * L2;
     for (Index i = 0; i < L2; ++i) dS[i] *= scale;
-    ops::attention_backward_scores<T>(buf.qkv, through_scores(h) ? dS : nullptr, d_qkv, shape, b, h);
+    kernels::attention_backward_scores<T>(buf.qkv, through_scores(h) ? dS : nullptr, d_qkv, shape, b, h);
   }
 }
 
@@ -753,14 +752,14 @@ void Transformer<T>::forward_into(const Batch& batch, const ForwardOptions<T>& o
 
   // --- embeddings
   T* embed_sum = nullptr;
-  ops::NormStats<T> embed_stats;
+  kernels::NormStats<T> embed_stats;
   if (options.start_layer == 0) {
     if (train_encoder && params_.embeddings.norm) {
       embed_sum = tape.scratch(N * H);
       embed_stats = {tape.scratch(N), tape.scratch(N)};
     }
     embed(batch, streams[0], embed_sum, embed_stats);
-    if (train_encoder) ops::dropout_apply(streams[0], N * H, 0, pass->mask(c.embedding_dropout, dropout_site::embeddings));
+    if (train_encoder) kernels::dropout_apply(streams[0], N * H, 0, pass->mask(c.embedding_dropout, dropout_site::embeddings));
     run_hook(options, batch, ws.mask.data(), HookPoint::embed, -1, TensorView<T>::contiguous(streams[0], {B, L, H}));
   } else {
     std::copy(ws.start.data(), ws.start.data() + N * H, streams[u(options.start_layer)]);
@@ -773,7 +772,7 @@ void Transformer<T>::forward_into(const Batch& batch, const ForwardOptions<T>& o
     work = tape.scratch(3 * N * H + N * I + 3 * N * H + threads * 2 * L * L);
     const Var first = stream_vars[0];
     tape.record([this, &batch, pass, first, embed_sum, embed_stats, work, N, H] {
-      ops::dropout_apply(first.grad(), N * H, 0, pass->mask(config_.embedding_dropout, dropout_site::embeddings));
+      kernels::dropout_apply(first.grad(), N * H, 0, pass->mask(config_.embedding_dropout, dropout_site::embeddings));
       embed_backward(batch, embed_sum, embed_stats, first.grad(), work, pass->gradients->embeddings);
     });
     if (options.start_layer == 0) record_gradient_hook(HookPoint::embed, -1, first);
@@ -832,16 +831,16 @@ void Transformer<T>::forward_into(const Batch& batch, const ForwardOptions<T>& o
   T* last = streams[u(layers)];
   if (c.pre_layer_norm) {
     const T* block_out = layers > options.start_layer ? ws.last_block.data() : streams[u(layers)];
-    ops::NormStats<T> stats;
+    kernels::NormStats<T> stats;
     if (train_encoder) stats = {tape.scratch(N), tape.scratch(N)};
-    ops::layer_norm_forward<T>(block_out, last, N, H, *params_.task_heads.final_norm, c.layer_norm_eps, stats);
+    layer_norm_forward<T>(block_out, last, N, H, *params_.task_heads.final_norm, c.layer_norm_eps, stats);
     run_hook(options, batch, ws.mask.data(), HookPoint::ln_final, -1, TensorView<T>::contiguous(last, {B, L, H}));
     if (train_encoder) {
       const Var in = stream_vars.back();  // the last block's output (set above)
       const Var normed = tape.external(last, {N, H});
       stream_vars.back() = normed;
       tape.record([this, pass, in, normed, stats, N, H] {
-        ops::layer_norm_backward<T>(in.value(), stats, normed.grad(), N, H, *params_.task_heads.final_norm,
+        layer_norm_backward<T>(in.value(), stats, normed.grad(), N, H, *params_.task_heads.final_norm,
                                     &*pass->gradients->task_heads.final_norm, in.grad(), /*accumulate=*/true);
       });
       record_gradient_hook(HookPoint::ln_final, -1, normed);

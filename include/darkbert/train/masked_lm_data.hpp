@@ -34,7 +34,7 @@
 #include "../data/pretraining_corpus.hpp"
 #include "../data/seeded_shuffle.hpp"  // uniform_below
 #include "../model/batch.hpp"
-#include "../model/ops/loss.hpp"      // ignore_index
+#include "../kernels/loss.hpp"      // ignore_index
 #include "task_loss.hpp"              // TaskLabels
 
 namespace darkbert {
@@ -163,7 +163,7 @@ inline void make_masked_lm_batch(const std::vector<SegmentPair>& pairs, std::spa
   }
   out.batch = Batch::from_rows(ids, v.pad, types);
   const Index B = out.batch.batch_size, L = out.batch.length;
-  out.labels.tokens.assign(static_cast<std::size_t>(B * L), ops::ignore_index);
+  out.labels.tokens.assign(static_cast<std::size_t>(B * L), kernels::ignore_index);
   out.labels.next_sentence.clear();
   out.labels.classes.clear();
   out.labels.values.clear();

@@ -35,7 +35,7 @@
 #include "../core/error.hpp"
 #include "../data/pretraining_corpus.hpp"
 #include "../data/seeded_shuffle.hpp"
-#include "../model/ops/loss.hpp"  // log_sum_exp
+#include "../kernels/loss.hpp"  // log_sum_exp
 #include "../model/transformer.hpp"
 #include "../tokenizer/tokenizer.hpp"
 #include "causal_lm_data.hpp"
@@ -191,7 +191,7 @@ class PretrainingTask {
         T top = logits[0];
         for (Index v = 1; v < V; ++v)
           if (logits[v] > top) top = logits[best = v];
-        loss += static_cast<double>(ops::log_sum_exp(logits, V)) - static_cast<double>(logits[target]);
+        loss += static_cast<double>(kernels::log_sum_exp(logits, V)) - static_cast<double>(logits[target]);
         correct += best == target;
         ++score.tokens;
       };

@@ -31,7 +31,7 @@
 #include "../core/counter_rng.hpp"  // mix64
 #include "../core/error.hpp"
 #include "../core/matrix.hpp"       // Index
-#include "../model/ops/loss.hpp"    // ignore_index
+#include "../kernels/loss.hpp"    // ignore_index
 
 namespace darkbert {
 
@@ -39,7 +39,7 @@ namespace darkbert {
 struct SampledCandidates {
   std::vector<Index> rows;       ///< vocabulary ids of the logit columns: the batch's targets, then drawn ids
   std::vector<double> offsets;   ///< -log π of each column (0 for the targets)
-  std::vector<int> targets;      ///< each target's column in rows (ops::ignore_index kept)
+  std::vector<int> targets;      ///< each target's column in rows (kernels::ignore_index kept)
 };
 
 /// Draws candidate sets from a fixed proposal over the vocabulary (see the file comment).
@@ -70,12 +70,12 @@ class SampledSoftmax {
   /// The probability that a draw of a step includes id j at least once: 1 - (1 - q_j)^draws.
   double inclusion(Index j) const { return -std::expm1(log_not_drawn_[static_cast<std::size_t>(j)]); }
 
-  /// The candidates for one step whose targets are `targets` (ids or ops::ignore_index); the draws are
+  /// The candidates for one step whose targets are `targets` (ids or kernels::ignore_index); the draws are
   /// the counter stream `key` (so a resumed run draws the same ones).
   void draw(std::span<const int> targets, std::uint64_t key, SampledCandidates& out) {
     out.rows.clear();
     out.offsets.clear();
-    out.targets.assign(targets.size(), ops::ignore_index);
+    out.targets.assign(targets.size(), kernels::ignore_index);
     auto add = [&](Index id, double offset) {
       auto& col = column_[static_cast<std::size_t>(id)];
       if (col < 0) {
@@ -86,7 +86,7 @@ class SampledSoftmax {
       return col;
     };
     for (std::size_t r = 0; r < targets.size(); ++r) {
-      if (targets[r] == ops::ignore_index) continue;
+      if (targets[r] == kernels::ignore_index) continue;
       require(targets[r] >= 0 && targets[r] < vocab_size(), "SampledSoftmax: target ", targets[r], " at ", r,
               " outside the vocabulary [0, ", vocab_size(), ")");
       out.targets[r] = static_cast<int>(add(targets[r], 0.0));

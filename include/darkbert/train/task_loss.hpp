@@ -20,7 +20,7 @@
 #include "../autodiff/functions.hpp"
 #include "../core/error.hpp"
 #include "../model/batch.hpp"
-#include "../model/ops/loss.hpp"  // ignore_index
+#include "../kernels/loss.hpp"  // ignore_index
 #include "../model/transformer.hpp"
 
 namespace darkbert {
@@ -29,7 +29,7 @@ namespace darkbert {
 struct TaskLabels {
   std::vector<int> classes;        ///< [B]    sequence classification
   std::vector<double> values;      ///< [B]    regression (a model with one label)
-  std::vector<int> tokens;         ///< [B·L]  masked / causal LM targets, ops::ignore_index = ignored; for a
+  std::vector<int> tokens;         ///< [B·L]  masked / causal LM targets, kernels::ignore_index = ignored; for a
                                    ///< causal LM tokens[b, i] is the token at i (the shift is done here)
   std::vector<int> next_sentence;  ///< [B]    BERT NSP: 0 = B follows A, 1 = random
 };
@@ -84,7 +84,7 @@ autodiff::Var<T> task_loss(autodiff::Tape<T>& tape, const Transformer<T>& model,
       }
     } else if (heads.causal_lm) {
       // Position i predicts the token at i + 1; the last position of each row predicts nothing.
-      targets.classes.assign(u(B * L), ops::ignore_index);
+      targets.classes.assign(u(B * L), kernels::ignore_index);
       for (Index b = 0; b < B; ++b)
         for (Index i = 0; i + 1 < L; ++i) targets.classes[u(b * L + i)] = labels.tokens[u(b * L + i + 1)];
     } else {

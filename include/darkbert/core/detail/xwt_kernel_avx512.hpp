@@ -1,6 +1,6 @@
 #pragma once
 // darkbert's AVX-512 float micro-kernel and its packing helpers, used by xwt_gemm (core/xwt_gemm.hpp) for
-// every Linear layer and by the per-head attention products (model/ops/attention.hpp).
+// every Linear layer and by the per-head attention products (kernels/attention.hpp).
 //
 // The kernel computes one register tile  C[12, 32] = A[12, K] · B[K, 32]:
 //   A's 12 rows are read in place (any row stride) and broadcast element by element;

@@ -16,13 +16,13 @@
 
 #include <Eigen/Core>  // Eigen::Map, vectorised exp
 
-#include "../../core/aligned_chunks.hpp"  // transform_in_aligned_chunks
-#include "../../core/error.hpp"
-#include "../../core/fixed_order_sum.hpp"
-#include "../../core/kernel_dispatch.hpp"  // DARKBERT_INTRINSICS_WARNINGS_OFF
-#include "../../core/matrix.hpp"
+#include "../core/aligned_chunks.hpp"  // transform_in_aligned_chunks
+#include "../core/error.hpp"
+#include "../core/fixed_order_sum.hpp"
+#include "../core/kernel_dispatch.hpp"  // DARKBERT_INTRINSICS_WARNINGS_OFF
+#include "../core/matrix.hpp"
 
-namespace darkbert::ops {
+namespace darkbert::kernels {
 
 /// The label of a position the loss skips, as in PyTorch's cross_entropy.
 inline constexpr int ignore_index = -100;
@@ -123,4 +123,4 @@ void mse_backward(const T* x, const T* target, Index n, T dloss, T* dx) {
   for (Index i = 0; i < n; ++i) dx[i] += scale * (x[i] - target[i]);
 }
 
-}  // namespace darkbert::ops
+}  // namespace darkbert::kernels

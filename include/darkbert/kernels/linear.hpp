@@ -2,19 +2,20 @@
 /// @file
 /// y = f(x Wᵀ + b): one product, with the bias and an optional activation applied to each block of y
 /// as soon as the product has finished it (see core/xwt_gemm.hpp); and its backward.
-/// Shapes: x [rows, in], W [out, in], b [out], y [rows, out]; all row-major.
+/// Shapes: x [rows, in], W [out, in], b [out], y [rows, out]; all row-major. Raw buffers only: the
+/// overloads on a model's Linear<T> are in model/layers.hpp.
 
-#include "../../core/blas.hpp"  // gemm
-#include "../../core/matrix.hpp"
-#include "../../core/threads.hpp"  // for_column_blocks
-#include "../../core/xwt_gemm.hpp"
-#include "../parameters.hpp"
+#include "../core/blas.hpp"  // gemm
+#include "../core/matrix.hpp"
+#include "../core/threads.hpp"  // for_column_blocks
+#include "../core/xwt_gemm.hpp"
 #include "activation.hpp"
 
-namespace darkbert::ops {
+namespace darkbert::kernels {
 
-/// The same on raw buffers (bias may be null). `pre_activation` [rows, out], when given, receives
-/// x Wᵀ + b before the activation (what the activation's backward needs).
+/// y = epilogue(x Wᵀ + b): [rows, in] -> [rows, out] (bias may be null). `pre_activation` [rows, out], when
+/// given, receives x Wᵀ + b before the activation (what the activation's backward needs). A model's
+/// Linear layer goes through it in model/layers.hpp.
 template <class T>
 void linear_forward_raw(const T* x, Index rows, Index in, const T* w, const T* bias, Index out, T* y,
                         Activation epilogue, XwtScratch& scratch, T* pre_activation = nullptr) {
@@ -23,21 +24,6 @@ void linear_forward_raw(const T* x, Index rows, Index in, const T* w, const T* b
     T* pre = pre_activation ? pre_activation + (part - y) : nullptr;
     bias_epilogue(part, bias ? bias + first : nullptr, n, epilogue, pre);
   });
-}
-
-/// y = epilogue(x Wᵀ + b) for a Linear layer: [rows, in] -> [rows, out].
-template <class T>
-void linear_forward(const T* x, Index rows, const Linear<T>& lin, T* y, Activation epilogue, XwtScratch& scratch,
-                    T* pre_activation = nullptr) {
-  linear_forward_raw<T>(x, rows, lin.in(), lin.weight.data(), lin.has_bias() ? lin.bias.data() : nullptr, lin.out(), y,
-                        epilogue, scratch, pre_activation);
-}
-
-/// Convenience for one-off calls (heads, tests): allocates its own scratch.
-template <class T>
-void linear_forward(const T* x, Index rows, const Linear<T>& lin, T* y, Activation epilogue = Activation::none) {
-  XwtScratch scratch;
-  linear_forward(x, rows, lin, y, epilogue, scratch);
 }
 
 /// out[c] += Σ_r m[r, c] for m [rows, cols]. Threads own column blocks and every column is summed over
@@ -70,12 +56,4 @@ void linear_backward_raw(const T* x, const T* dy, Index rows, Index in, Index ou
   if (db) add_column_sums(dy, rows, out, db);
 }
 
-/// Backward of linear_forward (see linear_backward_raw); grad may be null (frozen layer).
-template <class T>
-void linear_backward(const T* x, const T* dy, Index rows, const Linear<T>& lin, Linear<T>* grad, T* dx,
-                     bool accumulate_dx = false) {
-  linear_backward_raw<T>(x, dy, rows, lin.in(), lin.out(), lin.weight.data(), grad ? grad->weight.data() : nullptr,
-                         grad && lin.has_bias() ? grad->bias.data() : nullptr, dx, accumulate_dx);
-}
-
-}  // namespace darkbert::ops
+}  // namespace darkbert::kernels

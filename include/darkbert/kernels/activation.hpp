@@ -18,9 +18,9 @@
 
 #include <Eigen/Core>  // Eigen::Map (vectorised exp and tanh)
 
-#include "../../core/aligned_chunks.hpp"  // transform_in_aligned_chunks
-#include "../../core/kernel_dispatch.hpp"  // kernel_path, DARKBERT_AVX512_TARGET
-#include "../../core/matrix.hpp"
+#include "../core/aligned_chunks.hpp"  // transform_in_aligned_chunks
+#include "../core/kernel_dispatch.hpp"  // kernel_path, DARKBERT_AVX512_TARGET
+#include "../core/matrix.hpp"
 
 namespace darkbert {
 
@@ -29,7 +29,7 @@ enum class Activation { none, gelu_erf, gelu_tanh, relu, tanh };
 
 }  // namespace darkbert
 
-namespace darkbert::ops {
+namespace darkbert::kernels {
 
 /// erf on [-4, 4] as x P(x²) / Q(x²) (the rational fit used by XLA and Eigen for float; beyond ±4, ±1).
 inline float erf_rational(float x) {
@@ -190,4 +190,4 @@ void activation_backward(const T* pre, const T* post, T* grad, Index n, Activati
   }
 }
 
-}  // namespace darkbert::ops
+}  // namespace darkbert::kernels

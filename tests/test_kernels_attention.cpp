@@ -1,4 +1,4 @@
-// Per-head attention products (model/ops/attention.hpp) against a naive double reference, on shapes the
+// Per-head attention products (kernels/attention.hpp) against a naive double reference, on shapes the
 // tile kernel handles only partly: lengths and head sizes that are not multiples of its 12 × 32 tile,
 // padding keys and the causal mask. Also: a map and its context have the same bits wherever the map lives
 // (the result's attentions or the lean forward's scratch), on every kernel path.
@@ -14,7 +14,7 @@
 
 #include "darkbert/core/tensor.hpp"  // AlignedAllocator
 #include "darkbert/core/threads.hpp"
-#include "darkbert/model/ops/attention.hpp"
+#include "darkbert/kernels/attention.hpp"
 
 namespace {
 using darkbert::Index;
@@ -24,7 +24,7 @@ void check_attention(Index B, Index L, Index heads, Index d, bool causal, double
   CAPTURE(L);
   CAPTURE(d);
   CAPTURE(causal);
-  const darkbert::ops::AttentionShape s{B, L, heads, d, causal};
+  const darkbert::kernels::AttentionShape s{B, L, heads, d, causal};
   const Index H = s.hidden();
   std::mt19937_64 rng(static_cast<std::uint64_t>(L * 100 + d));
   std::normal_distribution<double> normal(0.0, 1.0);
@@ -33,14 +33,14 @@ void check_attention(Index B, Index L, Index heads, Index d, bool causal, double
   std::vector<int> mask(static_cast<std::size_t>(B * L), 1);
   for (Index j = L - L / 3; j < L; ++j) mask[static_cast<std::size_t>(L + j)] = 0;  // sequence 1 padded
   std::vector<T> maps(static_cast<std::size_t>(B * heads * L * L)), ctx(static_cast<std::size_t>(B * L * H), T(-7));
-  darkbert::ops::AttentionScratch scratch;
+  darkbert::kernels::AttentionScratch scratch;
   scratch.prepare(s, darkbert::num_threads());
   const T scale = T(1) / std::sqrt(T(d));
 #pragma omp parallel for schedule(dynamic)
   for (Index p = 0; p < B * heads; ++p) {
-    darkbert::ops::attention_scores(qkv.data(), mask.data(), maps.data(), s, p / heads, p % heads, scale, scratch);
-    darkbert::ops::attention_softmax(maps.data(), s, p / heads, p % heads);
-    darkbert::ops::attention_context(qkv.data(), maps.data(), ctx.data(), s, p / heads, p % heads, scratch);
+    darkbert::kernels::attention_scores(qkv.data(), mask.data(), maps.data(), s, p / heads, p % heads, scale, scratch);
+    darkbert::kernels::attention_softmax(maps.data(), s, p / heads, p % heads);
+    darkbert::kernels::attention_context(qkv.data(), maps.data(), ctx.data(), s, p / heads, p % heads, scratch);
   }
   double worst_map = 0, worst_ctx = 0;
   for (Index b = 0; b < B; ++b)
@@ -87,18 +87,18 @@ TEST_CASE("attention scores, softmax and context match a double reference on rag
 namespace {
 // Scores, softmax and context of every (b, h) pair with the maps `offset` elements into their buffer.
 template <class T>
-std::pair<std::vector<T>, std::vector<T>> attention_at(const darkbert::ops::AttentionShape& s, const std::vector<T>& qkv,
+std::pair<std::vector<T>, std::vector<T>> attention_at(const darkbert::kernels::AttentionShape& s, const std::vector<T>& qkv,
                                                        const std::vector<int>& mask, Index offset) {
   std::vector<T, darkbert::AlignedAllocator<T>> buffer(static_cast<std::size_t>(s.batch * s.heads * s.map_size() + offset));
   T* maps = buffer.data() + offset;
   std::vector<T> ctx(static_cast<std::size_t>(s.batch * s.length * s.hidden()));
-  darkbert::ops::AttentionScratch scratch;
+  darkbert::kernels::AttentionScratch scratch;
   scratch.prepare(s, 1);
   const T scale = T(1) / std::sqrt(T(s.head_dim));
   for (Index p = 0; p < s.batch * s.heads; ++p) {
-    darkbert::ops::attention_scores(qkv.data(), mask.data(), maps, s, p / s.heads, p % s.heads, scale, scratch);
-    darkbert::ops::attention_softmax(maps, s, p / s.heads, p % s.heads);
-    darkbert::ops::attention_context(qkv.data(), maps, ctx.data(), s, p / s.heads, p % s.heads, scratch);
+    darkbert::kernels::attention_scores(qkv.data(), mask.data(), maps, s, p / s.heads, p % s.heads, scale, scratch);
+    darkbert::kernels::attention_softmax(maps, s, p / s.heads, p % s.heads);
+    darkbert::kernels::attention_context(qkv.data(), maps, ctx.data(), s, p / s.heads, p % s.heads, scratch);
   }
   return {std::vector<T>(maps, maps + s.batch * s.heads * s.map_size()), ctx};
 }
@@ -108,7 +108,7 @@ void check_address_independence(Index L, Index d, bool causal) {
   CAPTURE(L);
   CAPTURE(d);
   CAPTURE(causal);
-  const darkbert::ops::AttentionShape s{2, L, 2, d, causal};
+  const darkbert::kernels::AttentionShape s{2, L, 2, d, causal};
   std::mt19937_64 rng(static_cast<std::uint64_t>(L * 7 + d));
   std::normal_distribution<double> normal(0.0, 2.0);
   std::vector<T> qkv(static_cast<std::size_t>(2 * L * 3 * s.hidden()));

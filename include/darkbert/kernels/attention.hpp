@@ -35,19 +35,19 @@
 
 #include <Eigen/Core>  // Eigen::Map, Eigen::OuterStride
 
-#include "../../core/aligned_chunks.hpp"  // transform_in_aligned_chunks
-#include "../../core/blas.hpp"            // detail::blas_gemm
-#include "../../core/error.hpp"
-#include "../../core/fixed_order_sum.hpp"
-#include "../../core/matrix.hpp"
-#include "../../core/tensor.hpp"  // AlignedAllocator
-#include "../../core/xwt_gemm.hpp"  // xwt_kernel_available
+#include "../core/aligned_chunks.hpp"  // transform_in_aligned_chunks
+#include "../core/blas.hpp"            // detail::blas_gemm
+#include "../core/error.hpp"
+#include "../core/fixed_order_sum.hpp"
+#include "../core/matrix.hpp"
+#include "../core/tensor.hpp"  // AlignedAllocator
+#include "../core/xwt_gemm.hpp"  // xwt_kernel_available
 #include "dropout.hpp"
 #if DARKBERT_HAS_AVX512_KERNEL
-#include "../../core/detail/xwt_kernel_avx512.hpp"
+#include "../core/detail/xwt_kernel_avx512.hpp"
 #endif
 
-namespace darkbert::ops {
+namespace darkbert::kernels {
 
 /// The shape of one attention call (see the top of this header).
 struct AttentionShape {
@@ -369,4 +369,4 @@ void attention_backward(const T* qkv, const T* P, const T* dctx, T* dqkv, const 
   attention_backward_scores(qkv, dP, dqkv, s, b, h);
 }
 
-}  // namespace darkbert::ops
+}  // namespace darkbert::kernels

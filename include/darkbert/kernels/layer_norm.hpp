@@ -7,17 +7,17 @@
 /// out = (sum - mean) / sqrt(var + eps) * weight + bias
 /// @endcode
 /// Shapes: x, residual, sum_out, out are [rows, cols] row-major; weight, bias [cols]; the statistics a
-/// training pass saves are [rows] (mean, then 1 / sqrt(var + eps)).
+/// training pass saves are [rows] (mean, then 1 / sqrt(var + eps)). Raw buffers only: the overloads on a
+/// model's LayerNormParams<T> are in model/layers.hpp.
 
 #include <omp.h>  // omp_in_parallel
 
 #include <cmath>      // std::sqrt
 
-#include "../../core/matrix.hpp"
-#include "../../core/threads.hpp"  // for_column_blocks
-#include "../parameters.hpp"
+#include "../core/matrix.hpp"
+#include "../core/threads.hpp"  // for_column_blocks
 
-namespace darkbert::ops {
+namespace darkbert::kernels {
 
 /// Per-row statistics saved by a training forward: mean[rows], rstd[rows] (may be null: not saved).
 template <class T>
@@ -59,20 +59,6 @@ void add_layer_norm_forward_raw(const T* x, const T* residual, T* sum_out, T* ou
     }
     for (Index c = 0; c < cols; ++c) orow[c] = (orow[c] - mean) * inv * w[c] + b[c];
   }
-}
-
-/// add_layer_norm_forward_raw with the parameters of `ln`.
-template <class T>
-void add_layer_norm_forward(const T* x, const T* residual, T* sum_out, T* out, Index rows, Index cols,
-                            const LayerNormParams<T>& ln, double eps, NormStats<T> stats = {}) {
-  add_layer_norm_forward_raw<T>(x, residual, sum_out, out, rows, cols, ln.weight.data(), ln.bias.data(), eps, stats);
-}
-
-/// out = LayerNorm(x) row by row.
-template <class T>
-void layer_norm_forward(const T* x, T* out, Index rows, Index cols, const LayerNormParams<T>& ln, double eps,
-                        NormStats<T> stats = {}) {
-  add_layer_norm_forward<T>(x, nullptr, nullptr, out, rows, cols, ln, eps, stats);
 }
 
 /// Backward of out = LN(x) with x̂ = (x - mean) · rstd, given x and the saved statistics:
@@ -122,12 +108,4 @@ void layer_norm_backward_raw(const T* x, NormStats<T> stats, const T* dy, Index 
   }
 }
 
-/// Backward of layer_norm_forward: dx (added to when `accumulate`), and += into grad's gain and shift.
-template <class T>
-void layer_norm_backward(const T* x, NormStats<T> stats, const T* dy, Index rows, Index cols,
-                         const LayerNormParams<T>& ln, LayerNormParams<T>* grad, T* dx, bool accumulate = false) {
-  layer_norm_backward_raw<T>(x, stats, dy, rows, cols, ln.weight.data(), grad ? grad->weight.data() : nullptr,
-                             grad ? grad->bias.data() : nullptr, dx, accumulate);
-}
-
-}  // namespace darkbert::ops
+}  // namespace darkbert::kernels

@@ -6,18 +6,18 @@
 /// agree whatever the thread count.
 ///
 /// @code
-/// const ops::DropoutMask mask{0.1f, darkbert::stream_key(seed, step, site)};
-/// ops::dropout_apply(x, n, 0, mask);      // forward on values, backward on gradients: the same op
+/// const kernels::DropoutMask mask{0.1f, darkbert::stream_key(seed, step, site)};
+/// kernels::dropout_apply(x, n, 0, mask);      // forward on values, backward on gradients: the same op
 /// @endcode
 
 #include <omp.h>  // omp_in_parallel
 
 #include <cstdint>  // std::uint64_t
 
-#include "../../core/counter_rng.hpp"
-#include "../../core/matrix.hpp"
+#include "../core/counter_rng.hpp"
+#include "../core/matrix.hpp"
 
-namespace darkbert::ops {
+namespace darkbert::kernels {
 
 /// A dropout mask regenerated from (key, element index) instead of stored.
 struct DropoutMask {
@@ -40,4 +40,4 @@ void dropout_apply(T* x, Index n, Index first, const DropoutMask& m) {
   for (Index i = 0; i < n; ++i) x[i] = m.keep(static_cast<std::uint64_t>(first + i)) ? x[i] * scale : T(0);
 }
 
-}  // namespace darkbert::ops
+}  // namespace darkbert::kernels
