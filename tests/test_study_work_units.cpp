@@ -17,7 +17,7 @@ using darkbert::study::WorkUnit;
 namespace {
 
 fs::path fresh_dir(const std::string& name) {
-  const fs::path dir = fs::path(DARKBERT_TEST_TMP) / "study_work_units" / name;
+  const fs::path dir = darkbert::test::scratch_root() / "study_work_units" / name;
   fs::remove_all(dir);
   return dir;
 }

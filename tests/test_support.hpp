@@ -4,6 +4,7 @@
 
 #include <doctest/doctest.h>
 
+#include <cstdlib>     // std::getenv
 #include <filesystem>  // std::filesystem::path
 #include <fstream>     // std::ofstream
 #include <string>      // std::string, std::to_string
@@ -17,9 +18,16 @@ inline std::filesystem::path shared_dir() { return DARKBERT_SHARED_DIR; }
 inline std::filesystem::path golden_dir() { return shared_dir() / "golden"; }
 inline std::filesystem::path data_dir() { return shared_dir() / "data"; }
 
+// The root of the tests' scratch folders: one per kernel path, since ctest runs a file's plain entry and its
+// <file>@<path> entries side by side (tests/CMakeLists.txt).
+inline std::filesystem::path scratch_root() {
+  const char* kernel = std::getenv("DARKBERT_KERNEL");
+  return std::filesystem::path(DARKBERT_TEST_TMP) / (kernel != nullptr ? std::string("kernel-") + kernel : "default");
+}
+
 // A fresh, empty scratch folder for one test.
 inline std::filesystem::path scratch_dir(const std::string& name) {
-  auto dir = std::filesystem::path(DARKBERT_TEST_TMP) / name;
+  auto dir = scratch_root() / name;
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;
