@@ -1,5 +1,5 @@
 # The folders of include/darkbert/ form layers: a header includes only headers of its own folder and of the
-# folders before it in this order (README, "Layout"). Run with cmake -DSOURCE=<checkout> -P; fails with
+# folders before it in this order (docs/guide.md, "Layout"). Run with cmake -DSOURCE=<checkout> -P; fails with
 # every include that points up, e.g. a kernel including model/.
 set(layers core kernels autodiff hooks io tokenizer model data analysis viz train study)
 set(root "${SOURCE}/include/darkbert")

@@ -8,7 +8,7 @@
 /// environment variable `DARKBERT_KERNEL` (read once per process, before the first product) forces a
 /// path: `blas` (on any CPU), `avx512` (an error where the CPU cannot run it, rather than a silent
 /// fallback), or `auto` (the default: the fastest path this CPU runs). Every path keeps the same numerical
-/// promises (README, "Correctness", reproducibility), and the test suite runs its float tests under each
+/// promises (README, "Correctness": reproducibility), and the test suite runs its float tests under each
 /// path the machine can run (tests/CMakeLists.txt).
 ///
 /// @code
