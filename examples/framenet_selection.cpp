@@ -10,7 +10,6 @@
 // Prints the counts and the wall time; --output writes one JSON object per selected sentence.
 
 #include <CLI/CLI.hpp>             // CLI::App
-#include <nlohmann/json.hpp>       // nlohmann::json (output records)
 
 #include <chrono>      // std::chrono::steady_clock
 #include <exception>   // std::exception
@@ -18,8 +17,8 @@
 #include <set>         // std::set
 #include <string>      // std::string
 
-#include "darkbert/core/atomic_file.hpp"  // darkbert::AtomicFileWriter
 #include "darkbert/data/framenet.hpp"
+#include "darkbert/study/framenet_heads.hpp"  // darkbert::study::write_framenet_selection
 
 int main(int argc, char** argv) {
   CLI::App app{"FrameNet sentence selection (Kovaleva et al. 2019, sec. 4.2): the sentences and frame-element links "
@@ -67,24 +66,7 @@ int main(int argc, char** argv) {
               << "time: " << seconds(start, ready) << " s to locate/unpack, " << seconds(ready, done) << " s to read and select\n";
 
     if (!output.empty()) {
-      darkbert::AtomicFileWriter out(output);  // checked, replaced only when complete
-      for (const auto& ex : selected) {
-        nlohmann::json j;
-        j["lu_id"] = ex.lu_id;
-        j["lu"] = ex.lu_name;
-        j["frame"] = ex.frame;
-        j["sentence_id"] = ex.sentence_id;
-        j["annotation_id"] = ex.annotation_id;
-        j["text"] = ex.text;
-        j["target_tokens"] = ex.target_tokens;
-        nlohmann::json links = nlohmann::json::array();
-        for (const auto& l : ex.core_elements)
-          links.push_back({{"element", l.element}, {"bytes", {l.span.begin, l.span.end}}, {"tokens", l.tokens},
-                           {"distance", l.distance}});
-        j["core_elements"] = links;
-        out.write(j.dump() + "\n");
-      }
-      out.commit();
+      darkbert::study::write_framenet_selection(selected, output);  // replaced only when complete
       std::cout << "wrote " << output << "\n";
     }
   } catch (const std::exception& e) {

@@ -14,6 +14,7 @@
 #include <vector>      // std::vector
 
 #include "darkbert/study/attention_patterns.hpp"
+#include "study_test_support.hpp"
 #include "test_support.hpp"
 #include "viz_test_support.hpp"
 
@@ -23,10 +24,9 @@ using darkbert::TokenAnnotation;
 namespace study = darkbert::study;
 using study::AttentionPattern;
 using study::PatternClassifier;
+using darkbert::test::shared_root;
 
 namespace {
-
-darkbert::DataRoot shared_root() { return darkbert::DataRoot::single(darkbert::test::data_dir()); }
 
 // Classifiers trained once per test binary on a small prototype set (a few seconds).
 const study::PatternClassifiers& classifiers(bool causal) {

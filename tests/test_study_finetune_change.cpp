@@ -11,13 +11,13 @@
 
 #include "darkbert/study/finetune_change.hpp"
 #include "darkbert/train/fine_tune.hpp"
+#include "study_test_support.hpp"
 #include "test_support.hpp"
 
 namespace {
 
 namespace study = darkbert::study;
-
-darkbert::DataRoot shared_root() { return darkbert::DataRoot::single(darkbert::test::data_dir()); }
+using darkbert::test::shared_root;
 
 const darkbert::Tokenizer& bert_tokenizer() {
   static const auto t = darkbert::Tokenizer::from_directory(darkbert::test::data_dir() / "vocab/bert-base-uncased");

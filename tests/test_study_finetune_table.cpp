@@ -11,13 +11,13 @@
 #include <vector>      // std::vector
 
 #include "darkbert/study/finetune_table.hpp"
+#include "study_test_support.hpp"
 #include "test_support.hpp"
 
 namespace {
 
 namespace study = darkbert::study;
-
-darkbert::DataRoot shared_root() { return darkbert::DataRoot::single(darkbert::test::data_dir()); }
+using darkbert::test::shared_root;
 
 // The real-vocabulary golden encoder as a pretrained checkpoint folder with its tokenizer.
 std::filesystem::path bert_checkpoint() {

@@ -14,6 +14,7 @@
 #include <vector>      // std::vector
 
 #include "darkbert/study/framenet_heads.hpp"
+#include "study_test_support.hpp"
 #include "test_support.hpp"
 
 namespace fs = std::filesystem;
@@ -21,10 +22,11 @@ using darkbert::Index;
 using darkbert::test::message_of;
 namespace study = darkbert::study;
 using Verdict = study::PaperSelectionVerdict;
+using darkbert::test::shared_root;
+using darkbert::test::gpt2_fixture;
+using darkbert::test::is_png;
 
 namespace {
-
-darkbert::DataRoot shared_root() { return darkbert::DataRoot::single(darkbert::test::data_dir()); }
 
 darkbert::Span span_of(const std::string& text, const std::string& words) {
   const auto b = text.find(words);
@@ -75,19 +77,6 @@ study::PaperSelectionCheck check(const std::string& text, const std::vector<std:
   return study::check_paper_selection(lu, test_frame(), s, set, options);
 }
 
-// gpt2_lm (3 layers x 4 heads, causal) over the real GPT-2 vocabulary: its 99 embedding rows tiled so that
-// id i reads row i % 99. The blocks are the fixture's own.
-darkbert::Transformer<float> gpt2_fixture() {
-  const auto base = darkbert::Transformer<float>::load(darkbert::test::golden_dir() / "models/gpt2_lm");
-  auto config = base.config();
-  auto params = base.params();
-  const auto& word = base.params().embeddings.word;
-  config.vocab_size = 50257;
-  params.embeddings.word.resize(50257, word.cols());
-  for (Index i = 0; i < 50257; ++i) params.embeddings.word.row(i) = word.row(i % word.rows());
-  return darkbert::Transformer<float>(config, std::move(params));
-}
-
 // The mean over examples of the per-example maximum a[target][element] over the links' visible pairs, by
 // plain loops over the maps (for comparison with LinkAttentionAccumulator).
 template <class T>
@@ -114,13 +103,6 @@ std::vector<double> hand_scores(const darkbert::Transformer<T>& model, const stu
   });
   for (auto& s : sum) s /= static_cast<double>(counted);
   return sum;
-}
-
-bool is_png(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  char magic[8] = {};
-  in.read(magic, 8);
-  return in && std::string(magic + 1, 3) == "PNG";
 }
 
 }  // namespace

@@ -13,32 +13,19 @@
 
 #include "darkbert/study/linguistic_features.hpp"
 #include "test_data_fixtures.hpp"
+#include "study_test_support.hpp"
 #include "test_support.hpp"
 
 namespace fs = std::filesystem;
 using darkbert::Index;
 using darkbert::test::message_of;
 namespace study = darkbert::study;
+using darkbert::test::shared_root;
+using darkbert::test::bert_fixture;
+using darkbert::test::gpt2_fixture;
+using darkbert::test::is_png;
 
 namespace {
-
-darkbert::DataRoot shared_root() { return darkbert::DataRoot::single(darkbert::test::data_dir()); }
-
-darkbert::Transformer<float> bert_fixture() {
-  return darkbert::Transformer<float>::load(darkbert::test::golden_dir() / "models/bert_model_real_vocab");
-}
-
-// gpt2_lm (3 layers x 4 heads, causal) over the real GPT-2 vocabulary: id i reads embedding row i % 99.
-darkbert::Transformer<float> gpt2_fixture() {
-  const auto base = darkbert::Transformer<float>::load(darkbert::test::golden_dir() / "models/gpt2_lm");
-  auto config = base.config();
-  auto params = base.params();
-  const auto& word = base.params().embeddings.word;
-  config.vocab_size = 50257;
-  params.embeddings.word.resize(50257, word.cols());
-  for (Index i = 0; i < 50257; ++i) params.embeddings.word.row(i) = word.row(i % word.rows());
-  return darkbert::Transformer<float>(config, std::move(params));
-}
 
 // The paper's measure by plain loops: per example with a token of the class, per head, the largest over the
 // class's tokens j of (sum over the queries that see j of a[i][j]) / n; the mean over those examples.
@@ -68,13 +55,6 @@ std::vector<double> hand_feature(const darkbert::Transformer<float>& model, cons
   });
   for (auto& s : sum) s = with ? s / static_cast<double>(with) : std::numeric_limits<double>::quiet_NaN();
   return sum;
-}
-
-bool is_png(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  char magic[8] = {};
-  in.read(magic, 8);
-  return in && std::string(magic + 1, 3) == "PNG";
 }
 
 }  // namespace

@@ -5,13 +5,10 @@
 #include <cmath>  // std::abs
 
 #include "darkbert/study/task_inputs.hpp"
+#include "study_test_support.hpp"
 #include "test_support.hpp"
 
-namespace {
-
-darkbert::DataRoot shared_root() { return darkbert::DataRoot::single(darkbert::test::data_dir()); }
-
-}  // namespace
+using darkbert::test::shared_root;
 
 TEST_CASE("load_task_inputs: a seeded sample in file order, encoded and annotated per token") {
   const auto dir = darkbert::test::golden_dir() / "models/bert_model_real_vocab";

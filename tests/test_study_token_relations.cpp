@@ -13,49 +13,26 @@
 
 #include "darkbert/study/token_relations.hpp"
 #include "test_data_fixtures.hpp"
+#include "study_test_support.hpp"
 #include "test_support.hpp"
 
 namespace fs = std::filesystem;
 using darkbert::Index;
 using darkbert::test::message_of;
 namespace study = darkbert::study;
+using darkbert::test::shared_root;
+using darkbert::test::bert_fixture;
+using darkbert::test::bert_tokenizer;
+using darkbert::test::gpt2_fixture;
+using darkbert::test::is_png;
 
 namespace {
-
-darkbert::DataRoot shared_root() { return darkbert::DataRoot::single(darkbert::test::data_dir()); }
-
-darkbert::Transformer<float> bert_fixture() {
-  return darkbert::Transformer<float>::load(darkbert::test::golden_dir() / "models/bert_model_real_vocab");
-}
-
-darkbert::Tokenizer bert_tokenizer() {
-  return darkbert::Tokenizer::from_directory(darkbert::test::data_dir() / "vocab/bert-base-uncased");
-}
-
-// gpt2_lm (3 layers x 4 heads, causal) over the real GPT-2 vocabulary: id i reads embedding row i % 99.
-darkbert::Transformer<float> gpt2_fixture() {
-  const auto base = darkbert::Transformer<float>::load(darkbert::test::golden_dir() / "models/gpt2_lm");
-  auto config = base.config();
-  auto params = base.params();
-  const auto& word = base.params().embeddings.word;
-  config.vocab_size = 50257;
-  params.embeddings.word.resize(50257, word.cols());
-  for (Index i = 0; i < 50257; ++i) params.embeddings.word.row(i) = word.row(i % word.rows());
-  return darkbert::Transformer<float>(config, std::move(params));
-}
 
 study::TaskInputs task_inputs(darkbert::GlueTask task, const darkbert::Tokenizer& tokenizer,
                               const darkbert::ModelConfig& config, std::size_t n) {
   return study::load_task_inputs(shared_root(), task, tokenizer, config,
                                  {.max_examples = n, .seed = 1, .max_length = 40,
                                   .annotator = &darkbert::test::small_annotator()});
-}
-
-bool is_png(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  char magic[8] = {};
-  in.read(magic, 8);
-  return in && std::string(magic + 1, 3) == "PNG";
 }
 
 }  // namespace

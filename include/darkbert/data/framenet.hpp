@@ -317,6 +317,12 @@ class FrameNet {
     if (const auto* f = find_frame(name)) return *f;
     fail(dir_.string(), ": no frame file frame/", name, ".xml");
   }
+  /// The frame a lexical unit belongs to; throws, naming the lexical unit's file, if its frame file is missing.
+  const FrameInfo& frame_of(const LexicalUnit& lu) const {
+    if (const auto* f = find_frame(lu.frame)) return *f;
+    fail(lu.file.string(), ": lexical unit ", lu.name, " belongs to frame '", lu.frame, "' but ",
+         (dir_ / "frame" / (lu.frame + ".xml")).string(), " does not exist");
+  }
   /// `lu/lu<ID>.xml` files in increasing ID order.
   const std::vector<std::filesystem::path>& lexical_unit_files() const { return lu_files_; }
 
@@ -487,13 +493,10 @@ inline std::vector<FrameNetExample> select_framenet_examples(const FrameNet& fn,
   std::size_t done = 0;
   const std::size_t total = fn.lexical_unit_files().size();
   fn.for_each_lexical_unit([&](const LexicalUnit& lu) {
-    const FrameInfo* frame = fn.find_frame(lu.frame);
-    if (frame == nullptr)
-      fail(lu.file.string(), ": lexical unit ", lu.name, " belongs to frame '", lu.frame, "' but ",
-           (fn.dir() / "frame" / (lu.frame + ".xml")).string(), " does not exist");
+    const FrameInfo& frame = fn.frame_of(lu);
     for (const auto& s : lu.sentences)
       for (const auto& a : s.annotations)
-        if (auto ex = select_framenet_example(lu, *frame, s, a, options)) out.push_back(std::move(*ex));
+        if (auto ex = select_framenet_example(lu, frame, s, a, options)) out.push_back(std::move(*ex));
     if (progress != nullptr && (++done % 1000 == 0 || done == total))
       *progress << "framenet: " << done << "/" << total << " lexical units, " << out.size() << " selected" << std::endl;
   });

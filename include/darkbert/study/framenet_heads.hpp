@@ -383,21 +383,18 @@ inline FrameNetSelections select_framenet_sentences(const FrameNet& fn, const Fr
   std::size_t done = 0;
   const std::size_t total = fn.lexical_unit_files().size();
   fn.for_each_lexical_unit([&](const LexicalUnit& lu) {
-    const FrameInfo* frame = fn.find_frame(lu.frame);
-    if (frame == nullptr)
-      fail(lu.file.string(), ": lexical unit ", lu.name, " belongs to frame '", lu.frame, "' but ",
-           (fn.dir() / "frame" / (lu.frame + ".xml")).string(), " does not exist");
+    const FrameInfo& frame = fn.frame_of(lu);
     for (const auto& s : lu.sentences)
       for (const auto& a : s.annotations) {
-        auto check = check_paper_selection(lu, *frame, s, a, options.paper);
+        auto check = check_paper_selection(lu, frame, s, a, options.paper);
         ++out.paper_verdicts[std::string(to_string(check.verdict))];
         if (check.example) {
           paper.add(lu.id, s.id);
           out.paper.push_back(std::move(*check.example));
         }
-        if (check_paper_selection(lu, *frame, s, a, other).example) paper_other.add(lu.id, s.id);
-        if (select_framenet_example(lu, *frame, s, a, options.darkbert)) current.add(lu.id, s.id);
-        if (!out.figure) out.figure = detail::figure_example(lu, *frame, s, a, options.figure, options.paper.core);
+        if (check_paper_selection(lu, frame, s, a, other).example) paper_other.add(lu.id, s.id);
+        if (select_framenet_example(lu, frame, s, a, options.darkbert)) current.add(lu.id, s.id);
+        if (!out.figure) out.figure = detail::figure_example(lu, frame, s, a, options.figure, options.paper.core);
       }
     if (progress != nullptr && (++done % 1000 == 0 || done == total))
       *progress << "framenet: " << done << "/" << total << " lexical units, " << paper.count.annotation_sets
