@@ -196,6 +196,101 @@ TEST_CASE("conv2d, max and average pooling, flatten") {
           }) < kTolerance);
 }
 
+TEST_CASE("batch_norm: gradients in training and inference, on images and on features") {
+  // Training: the statistics depend on x, so every dx carries the mean's and the variance's terms.
+  for (ad::Shape shape : {ad::Shape{3, 2, 2, 3}, ad::Shape{5, 3}}) {
+    CAPTURE(shape.rank);
+    const Index C = shape[1];
+    CHECK(worst_gradient_error({random_input(shape, 40, 2.0), random_input({C}, 41), random_input({C}, 42)},
+                               [](Tape& t, std::vector<Var>& v) { return ad::batch_norm(t, v[0], v[1], v[2]); }) <
+          kTolerance);
+  }
+  // Inference: running statistics, an affine map per channel.
+  static std::vector<double> mean = {0.3, -0.5}, variance = {1.7, 0.4};
+  CHECK(worst_gradient_error({random_input({2, 2, 3, 2}, 43), random_input({2}, 44), random_input({2}, 45)},
+                             [](Tape& t, std::vector<Var>& v) {
+                               return ad::batch_norm(t, v[0], v[1], v[2],
+                                                     {.training = false, .running_mean = mean.data(),
+                                                      .running_variance = variance.data()});
+                             }) < kTolerance);
+}
+
+TEST_CASE("batch_norm by hand: batch statistics, running update, inference, same bits every run") {
+  // One channel, x = [N = 2, C = 1, 1, 2] = {1, 2 | 3, 6}: mean 3, biased variance (4 + 1 + 0 + 9) / 4 = 3.5.
+  std::vector<double> x = {1, 2, 3, 6}, gain = {2.0}, shift = {0.5};
+  std::vector<double> running_mean = {0.0}, running_variance = {1.0};
+  Tape tape;
+  const Var xv = tape.external(x.data(), {2, 1, 1, 2}), g = tape.external(gain.data(), {1}),
+            b = tape.external(shift.data(), {1});
+  const ad::BatchNormOptions<double> training{.eps = 1e-5,
+                                              .momentum = 0.1,
+                                              .running_mean = running_mean.data(),
+                                              .running_variance = running_variance.data()};
+  const Var y = ad::batch_norm(tape, xv, g, b, training);
+  const double rstd = 1 / std::sqrt(3.5 + 1e-5);
+  for (Index i = 0; i < 4; ++i) CHECK(y.value()[i] == doctest::Approx((x[i] - 3) * rstd * 2 + 0.5).epsilon(1e-12));
+  CHECK(running_mean[0] == doctest::Approx(0.3).epsilon(1e-12));  // 0.9 · 0 + 0.1 · 3
+  // 0.9 · 1 + 0.1 · 3.5 · 4/3: the running variance is unbiased.
+  CHECK(running_variance[0] == doctest::Approx(0.9 + 0.35 * 4 / 3).epsilon(1e-12));
+  // d Σ y / d shift = 4, d Σ y / d gain = Σ x̂ = 0, d Σ y / dx = 0 (a constant shift is normalised away).
+  tape.backward(ad::sum(tape, y));
+  CHECK(b.grad()[0] == doctest::Approx(4.0));
+  CHECK(std::abs(g.grad()[0]) < 1e-12);
+  for (Index i = 0; i < 4; ++i) CHECK(std::abs(xv.grad()[i]) < 1e-12);
+
+  // Inference reads the running statistics and leaves them as they are.
+  Tape inference;
+  inference.set_recording(false);
+  const Var z = ad::batch_norm(inference, inference.external(x.data(), {2, 1, 1, 2}),
+                               inference.external(gain.data(), {1}), inference.external(shift.data(), {1}),
+                               {.training = false,
+                                .running_mean = running_mean.data(),
+                                .running_variance = running_variance.data()});
+  CHECK(z.value()[3] == doctest::Approx((6 - 0.3) / std::sqrt(0.9 + 0.35 * 4 / 3 + 1e-5) * 2 + 0.5).epsilon(1e-12));
+  CHECK(running_mean[0] == doctest::Approx(0.3).epsilon(1e-12));
+
+  // The same float input gives the same bits, forward and backward.
+  auto run = [] {
+    auto values = random_values(4 * 3 * 5 * 5, 46, 3.0);
+    std::vector<float> xf(values.begin(), values.end()), gf = {1.5f, -0.5f, 0.25f}, bf = {0.1f, 0.2f, 0.3f};
+    std::vector<float> rm(3, 0.0f), rv(3, 1.0f);
+    ad::Tape<float> t;
+    const auto xv = t.external(xf.data(), {4, 3, 5, 5});
+    const auto gv = t.external(gf.data(), {3});
+    const auto y = ad::batch_norm(t, xv, gv, t.external(bf.data(), {3}),
+                                  {.running_mean = rm.data(), .running_variance = rv.data()});
+    t.backward(ad::sum(t, ad::activation(t, y, Activation::tanh)));
+    std::vector<float> out(y.value(), y.value() + y.size());
+    out.insert(out.end(), xv.grad(), xv.grad() + xv.size());
+    out.insert(out.end(), gv.grad(), gv.grad() + 3);
+    out.insert(out.end(), rv.begin(), rv.end());
+    return out;
+  };
+  CHECK(run() == run());
+}
+
+TEST_CASE("batch_norm refuses bad shapes and options, naming them") {
+  auto x = random_values(24, 47), p = random_values(3, 48);
+  auto message = [&](ad::Shape xs, ad::Shape ps, ad::BatchNormOptions<double> o = {}) {
+    return darkbert::test::message_of([&] {
+      Tape t;
+      ad::batch_norm(t, t.external(x.data(), xs), t.external(p.data(), ps), t.external(p.data(), ps), o);
+    });
+  };
+  CHECK(message({24}, {3}) == "autodiff::batch_norm: x must be [N, C, ...], it has rank 1");
+  CHECK(message({2, 3, 4}, {2}) == "autodiff::batch_norm: 3 channels but a gain of 2 and a shift of 2");
+  CHECK(message({1, 3, 1}, {3}) == "batch_norm: training needs more than one value per channel (N·H·W = 1)");
+  CHECK(message({2, 3, 4}, {3}, {.training = false}) ==
+        "autodiff::batch_norm: inference needs the running mean and variance");
+  CHECK(message({2, 3, 4}, {3}, {.running_mean = p.data()}) ==
+        "autodiff::batch_norm: give both running statistics (mean and variance) or neither");
+  CHECK(message({2, 3, 4}, {3}, {.momentum = 1.5}).find("momentum 1.5 in [0, 1]") != std::string::npos);
+  std::vector<double> negative = {1.0, -0.5, 1.0};
+  CHECK(message({2, 3, 4}, {3}, {.training = false, .running_mean = p.data(), .running_variance = negative.data()}) ==
+        "batch_norm: running variance -0.5 < 0 in channel 1");
+  CHECK(message({2, 3, 4}, {3}) == "");
+}
+
 TEST_CASE("the tape replays its arena: a second identical step allocates nothing new") {
   auto x = random_values(12, 26), w = random_values(8, 27);
   Tape tape;

@@ -16,13 +16,15 @@
 /// A tape that is not recording (Tape::set_recording(false)) runs the same functions as plain inference:
 /// no gradients are allocated and nothing is recorded.
 
-#include <algorithm>  // std::fill, std::max
+#include <algorithm>  // std::fill, std::max, std::min
+#include <utility>    // std::pair
 #include <limits>     // std::numeric_limits
 
 #include "../core/error.hpp"
 #include "../core/matrix.hpp"
 #include "../kernels/activation.hpp"
 #include "../kernels/attention.hpp"
+#include "../kernels/batch_norm.hpp"
 #include "../kernels/dropout.hpp"
 #include "../kernels/layer_norm.hpp"
 #include "../kernels/linear.hpp"
@@ -241,7 +243,7 @@ Var<T> mse(Tape<T>& tape, const Var<T>& x, const T* target) {
 }
 
 // ------------------------------------------------------------------ 2-d convolution and pooling
-// For the §3.1 classifier of attention-map images. Tensors are [B, C, height, width].
+// For the §3.1 classifiers of attention-map images. Tensors are [B, C, height, width].
 
 /// Stride and zero padding of a 2-d convolution.
 struct Conv2dShape {
@@ -264,39 +266,74 @@ Var<T> conv2d(Tape<T>& tape, const Var<T>& x, const Var<T>& w, const Var<T>& b, 
           " larger than the padded input ", Hi + 2 * P, "x", Wi + 2 * P);
   const Index Ho = (Hi + 2 * P - kh) / S + 1, Wo = (Wi + 2 * P - kw) / S + 1;
   Var<T> y = tape.variable({B, O, Ho, Wo});
-  // Visits every (output, input tap) pair inside the input: f(y index, x index, w index).
-  auto for_each_tap = [=](Index n, Index o, auto&& f) {
-    for (Index i = 0; i < Ho; ++i)
-      for (Index j = 0; j < Wo; ++j)
-        for (Index c = 0; c < C; ++c)
-          for (Index u = 0; u < kh; ++u) {
-            const Index r = i * S + u - P;
-            if (r < 0 || r >= Hi) continue;
-            for (Index v = 0; v < kw; ++v) {
-              const Index q = j * S + v - P;
-              if (q < 0 || q >= Wi) continue;
-              f(((n * O + o) * Ho + i) * Wo + j, ((n * C + c) * Hi + r) * Wi + q, ((o * C + c) * kh + u) * kw + v);
-            }
-          }
+  // Output rows i whose tap u lands inside the input (r = i·S + u - P in [0, Hi)): [first, last].
+  auto outputs_of_tap = [=](Index u, Index in, Index out) {
+    const Index first = u >= P ? 0 : (P - u + S - 1) / S;
+    const Index last = in - 1 + P - u < 0 ? -1 : std::min(out - 1, (in - 1 + P - u) / S);
+    return std::pair<Index, Index>{first, last};
   };
+  // Every output element sums its taps in (c, u, v) order, the loops below run over whole output rows.
 #pragma omp parallel for schedule(static) collapse(2)
   for (Index n = 0; n < B; ++n)
     for (Index o = 0; o < O; ++o) {
       T* out = y.value() + (n * O + o) * Ho * Wo;
       std::fill(out, out + Ho * Wo, b.valid() ? b.value()[o] : T(0));
-      for_each_tap(n, o, [&](Index yi, Index xi, Index wi) { y.value()[yi] += x.value()[xi] * w.value()[wi]; });
+      for (Index c = 0; c < C; ++c) {
+        const T* in = x.value() + (n * C + c) * Hi * Wi;
+        for (Index u = 0; u < kh; ++u) {
+          const auto [i0, i1] = outputs_of_tap(u, Hi, Ho);
+          for (Index v = 0; v < kw; ++v) {
+            const auto [j0, j1] = outputs_of_tap(v, Wi, Wo);
+            const T wv = w.value()[((o * C + c) * kh + u) * kw + v];
+            for (Index i = i0; i <= i1; ++i) {
+              const Index row = (i * S + u - P) * Wi + v - P;  // + j·S: the tap of output (i, j)
+              T* yr = out + i * Wo;
+              for (Index j = j0; j <= j1; ++j) yr[j] += in[row + j * S] * wv;
+            }
+          }
+        }
+      }
     }
   tape.record([=] {
-    // Sequential: dx and dw receive from many outputs; a fixed order keeps them deterministic.
+    // Sequential, in one fixed order: dw sums over (n, i, j), dx over (o, i, j) per element.
     for (Index n = 0; n < B; ++n)
       for (Index o = 0; o < O; ++o) {
-        for_each_tap(n, o, [&](Index yi, Index xi, Index wi) {
-          x.grad()[xi] += y.grad()[yi] * w.value()[wi];
-          w.grad()[wi] += y.grad()[yi] * x.value()[xi];
-        });
+        const T* dy = y.grad() + (n * O + o) * Ho * Wo;
+        for (Index c = 0; c < C; ++c) {
+          const T* in = x.value() + (n * C + c) * Hi * Wi;
+          for (Index u = 0; u < kh; ++u) {
+            const auto [i0, i1] = outputs_of_tap(u, Hi, Ho);
+            for (Index v = 0; v < kw; ++v) {
+              const auto [j0, j1] = outputs_of_tap(v, Wi, Wo);
+              T acc = w.grad()[((o * C + c) * kh + u) * kw + v];
+              for (Index i = i0; i <= i1; ++i) {
+                const Index row = (i * S + u - P) * Wi + v - P;
+                for (Index j = j0; j <= j1; ++j) acc += dy[i * Wo + j] * in[row + j * S];
+              }
+              w.grad()[((o * C + c) * kh + u) * kw + v] = acc;
+            }
+          }
+        }
         if (b.valid())
-          for (Index k = 0; k < Ho * Wo; ++k) b.grad()[o] += y.grad()[(n * O + o) * Ho * Wo + k];
+          for (Index k = 0; k < Ho * Wo; ++k) b.grad()[o] += dy[k];
       }
+    // dx gathers: input element (r, q) from the outputs i with u = r + P - i·S in [0, kh), likewise j.
+    for (Index n = 0; n < B; ++n)
+      for (Index c = 0; c < C; ++c)
+        for (Index r = 0; r < Hi; ++r) {
+          const Index i0 = std::max<Index>(0, (r + P - kh + S) / S), i1 = std::min(Ho - 1, (r + P) / S);
+          for (Index q = 0; q < Wi; ++q) {
+            const Index j0 = std::max<Index>(0, (q + P - kw + S) / S), j1 = std::min(Wo - 1, (q + P) / S);
+            T acc = x.grad()[((n * C + c) * Hi + r) * Wi + q];
+            for (Index o = 0; o < O; ++o) {
+              const T* dy = y.grad() + (n * O + o) * Ho * Wo;
+              const T* wk = w.value() + (o * C + c) * kh * kw;
+              for (Index i = i0; i <= i1; ++i)
+                for (Index j = j0; j <= j1; ++j) acc += dy[i * Wo + j] * wk[(r + P - i * S) * kw + q + P - j * S];
+            }
+            x.grad()[((n * C + c) * Hi + r) * Wi + q] = acc;
+          }
+        }
   });
   return y;
 }
@@ -352,6 +389,58 @@ Var<T> pool2d(Tape<T>& tape, const Var<T>& x, Pooling kind, Index k, Index strid
               for (Index v = 0; v < k; ++v) dx[(i * stride + u) * Wi + j * stride + v] += g / static_cast<T>(k * k);
           }
         }
+  });
+  return y;
+}
+
+/// How batch_norm normalises: with the batch's statistics (training; the running ones updated when given)
+/// or with the running ones (inference).
+template <class T>
+struct BatchNormOptions {
+  bool training = true;                ///< batch statistics (else the running ones)
+  double eps = 1e-5;                   ///< added to the variance
+  double momentum = 0.1;               ///< weight of a new batch in the running statistics
+  T* running_mean = nullptr;           ///< [C]: updated in training, read in inference (null: none kept)
+  T* running_variance = nullptr;       ///< [C], unbiased
+};
+
+/// Batch normalisation per channel (kernels/batch_norm.hpp): x [N, C, ...] (statistics over N and every
+/// axis after C), gain, shift [C] -> y, the shape of x. Training updates the running statistics when
+/// they are given; inference requires them.
+template <class T>
+Var<T> batch_norm(Tape<T>& tape, const Var<T>& x, const Var<T>& gain, const Var<T>& shift,
+                  const BatchNormOptions<T>& o = {}) {
+  const auto& xs = x.shape();
+  require(xs.rank >= 2, "autodiff::batch_norm: x must be [N, C, ...], it has rank ", xs.rank);
+  Index plane = 1;  // H·W for images
+  for (int d = 2; d < xs.rank; ++d) plane *= xs[d];
+  const kernels::BatchNormShape s{xs[0], xs[1], plane};
+  require(gain.size() == s.channels && shift.size() == s.channels, "autodiff::batch_norm: ", s.channels,
+          " channels but a gain of ", gain.size(), " and a shift of ", shift.size());
+  require(o.eps > 0 && o.momentum >= 0 && o.momentum <= 1, "autodiff::batch_norm: eps ", o.eps,
+          " must be > 0 and momentum ", o.momentum, " in [0, 1]");
+  require((o.running_mean == nullptr) == (o.running_variance == nullptr),
+          "autodiff::batch_norm: give both running statistics (mean and variance) or neither");
+  require(o.training || o.running_mean, "autodiff::batch_norm: inference needs the running mean and variance");
+  Var<T> y = tape.variable(xs);
+  const kernels::BatchNormStats<T> stats{tape.scratch(s.channels), tape.scratch(s.channels)};
+  if (o.training) {
+    kernels::batch_norm_forward_training<T>(x.value(), y.value(), s, gain.value(), shift.value(), o.eps, stats,
+                                            {o.running_mean, o.running_variance, o.momentum});
+  } else {
+    kernels::batch_norm_inference_stats<T>(o.running_mean, o.running_variance, s.channels, o.eps, stats);
+    kernels::batch_norm_forward_inference<T>(x.value(), y.value(), s, gain.value(), shift.value(),
+                                             {stats.mean, stats.rstd});
+  }
+  const bool training = o.training;
+  tape.record([=] {
+    const kernels::BatchNormStats<const T> saved{stats.mean, stats.rstd};
+    if (training)
+      kernels::batch_norm_backward_training<T>(x.value(), saved, y.grad(), s, gain.value(), gain.grad(), shift.grad(),
+                                               x.grad());
+    else
+      kernels::batch_norm_backward_inference<T>(x.value(), saved, y.grad(), s, gain.value(), gain.grad(),
+                                                shift.grad(), x.grad());
   });
   return y;
 }
