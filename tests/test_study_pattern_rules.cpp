@@ -246,3 +246,74 @@ TEST_CASE("summaries through an attention view; the scheme; errors name the prob
   const darkbert::study::PatternRule rule = PatternRules{}.rule();
   CHECK(rule(darkbert::study::summarize_pattern(view, 0, 1, tokens)) == 1);
 }
+
+TEST_CASE("the replication's classes on causal maps: diagonal, M1, block, overall") {
+  using darkbert::study::ReplicationPattern;
+  using darkbert::study::ReplicationPatternRules;
+  const std::string spelling =
+      "Eaaaaaaaaaaaa"
+      "E"
+      "bbbbbbbbbbbb";  // GPT-2 style, n = 26: ordinary tokens 1..12 (sentence 1) and 14..25 (sentence 2)
+  const auto tokens = tokens_of(spelling);
+  const auto n = static_cast<Index>(tokens.size());
+  auto segment = [&](Index j) { return tokens[static_cast<std::size_t>(j)].segment; };
+  auto ordinary = [&](Index j) { return !tokens[static_cast<std::size_t>(j)].is_special && j != 0; };
+  auto replication = [&](const std::vector<double>& map) {
+    return ReplicationPatternRules{}.pattern(summarize(spelling, true, map));
+  };
+
+  const auto uniform = map_of(n, true, [](Index, Index) { return 1.0; });
+  const auto su = summarize(spelling, true, uniform);
+  // Uniform: row i of sentence 2 puts 12 / (i + 1) on sentence 1's ordinary tokens; the mean over rows 14..25.
+  double by_hand = 0;
+  for (Index i = 14; i < 26; ++i) by_hand += 12.0 / static_cast<double>(i + 1);
+  CHECK(su.second_on_first.uniform == doctest::Approx(by_hand / 12));
+  CHECK(su.second_on_first.excess() == doctest::Approx(0.0));
+  CHECK(replication(uniform) == ReplicationPattern::overall);
+
+  CHECK(replication(map_of(n, true, [](Index i, Index j) { return j == (i > 0 ? i - 1 : 0) ? 1.0 : 0.0; })) ==
+        ReplicationPattern::diagonal);
+  // M1: every row that can see the first sentence spreads over it.
+  const auto m1 = map_of(n, true, [&](Index i, Index j) { return i < 1 || (segment(j) == 0 && ordinary(j)) ? 1.0 : 0.0; });
+  const auto sm = summarize(spelling, true, m1);
+  CHECK(sm.second_on_first.value == doctest::Approx(1.0));
+  CHECK(sm.second_on_first.excess() == doctest::Approx(1.0));
+  CHECK(replication(m1) == ReplicationPattern::majority_first_sentence);
+  CHECK(ReplicationPatternRules{}.explain(sm).rfind("majority in sentence 1: sentence-1 excess >= 0.50; ", 0) == 0);
+  // Block: each sentence within itself.
+  CHECK(replication(map_of(n, true, [&](Index i, Index j) { return segment(i) == segment(j) ? 1.0 : 0.0; })) ==
+        ReplicationPattern::block);
+  // Everything on the first token: the paper's vertical, the replication's overall (it has no vertical class,
+  // and the first token is not part of sentence 1's tokens).
+  const auto first = map_of(n, true, [](Index, Index j) { return j == 0 ? 1.0 : 0.0; });
+  CHECK(PatternRules{}.pattern(summarize(spelling, true, first)) == AttentionPattern::vertical);
+  CHECK(replication(first) == ReplicationPattern::overall);
+  CHECK(summarize(spelling, true, first).second_on_first.value == 0.0);
+
+  // One sentence: neither M1 nor block can be told; a first-sentence-only map is overall.
+  const std::string single = "Eaaaaaaaaaaa";
+  const auto one_sentence = map_of(12, true, [](Index, Index) { return 1.0; });
+  const auto s1 = summarize(single, true, one_sentence);
+  CHECK_FALSE(s1.two_segments);
+  CHECK(s1.second_on_first.value == 0.0);
+  CHECK(ReplicationPatternRules{}.pattern(s1) == ReplicationPattern::overall);
+  CHECK(ReplicationPatternRules{}.explain(s1) == "overall: no rule fired; diagonal excess 0.00, one segment");
+}
+
+TEST_CASE("the replication's scheme: four classes with definitions; the class lists by name") {
+  const auto scheme = darkbert::study::replication_pattern_scheme();
+  scheme.check();
+  CHECK(scheme.names == std::vector<std::string>{"diagonal", "block", "overall", "majority_first_sentence"});
+  CHECK(scheme.two_segments == std::vector<bool>{false, true, false, true});
+  for (const auto& d : scheme.definitions) CHECK(d.size() > 40);
+  CHECK(darkbert::study::ReplicationPatternRules::scheme() == scheme);
+  CHECK(darkbert::study::pattern_scheme(darkbert::study::parse_pattern_classes("replication")) == scheme);
+  CHECK(darkbert::study::pattern_scheme(darkbert::study::parse_pattern_classes("paper")) ==
+        darkbert::study::paper_pattern_scheme());
+  CHECK(darkbert::test::message_of([] { darkbert::study::parse_pattern_classes("gpt2"); }) ==
+        "pattern classes 'gpt2': expected 'paper' (the paper's five) or 'replication' (the GPT-2 replication's four)");
+  auto missing = scheme;
+  missing.definitions.pop_back();
+  CHECK(darkbert::test::message_of([&] { missing.check(); }) ==
+        "pattern scheme 'gpt2_replication': 4 names, 4 labels, 4 two-segment flags, 3 definitions");
+}

@@ -1,6 +1,6 @@
 #pragma once
 /// @file
-/// §3.1's second classifier, as the paper built it: a convolutional network (8 convolutions of 3 x 3 with
+/// §3.1's second classifier, as the paper built it (and as the GPT-2 replication rebuilt it, below): a convolutional network (8 convolutions of 3 x 3 with
 /// ReLU, then a linear layer) that reads an attention map as an image and names its pattern class. The
 /// paper trained it on ~400 hand-labelled maps; here it trains with darkbert's autodiff on labelled maps
 /// from a folder (a user's hand-labelled set) or, by default, on seeded synthetic prototypes
@@ -21,6 +21,16 @@
 /// or so: the classes differ in coarse geometry (columns, a diagonal line, two squares), and a small net
 /// trains in seconds on two cores with darkbert's plain-loop convolution.
 ///
+/// The GPT-2 replication's network (PatternCnnOptions::replication(), architecture = replication): "8
+/// convolutional layers, ReLU activation, stride as 2, and batch normalization" — input [B, 1, 256, 256];
+/// eight convolutions, 3 x 3, stride 2, zero padding 1, no bias, each followed by batch normalisation
+/// (autodiff::batch_norm: batch statistics in training, running ones, momentum 0.1, in inference) and ReLU,
+/// with 4, 4, 8, 8, 8, 8, 8, 8 output channels (256 -> 128 -> 64 -> 32 -> 16 -> 8 -> 4 -> 2 -> 1 pixels:
+/// 256 = 2^8 is the input size at which every stride halves the map and the last convolution sees it whole);
+/// flattened [B, 8]; a linear layer. About 2,500 parameters; the replication does not give its widths,
+/// these are the paper network's. The 256 x 256 input costs ~13 times the paper network's 32 x 32 per map.
+/// Saved with its running statistics (cnn_running_statistics.npy beside cnn_weights.npy).
+///
 /// Training: cross-entropy, AdamW (decoupled weight decay on the weights, not the biases; the update of
 /// train/optimizer.hpp, written here for a flat parameter vector since that optimizer walks a
 /// Transformer's parameters), learning rate warmed up linearly over the first 5% of the steps and decayed
@@ -34,8 +44,9 @@
 ///              and resampled to S x S (pattern_image, or any resampling of your own); other sizes than the
 ///              CNN's input are resampled again by area averaging; each map is rescaled to its maximum
 /// labels.csv   header "index,class", then one line per labelled map: "17,vertical_diagonal"
-///              (index into maps.npy from 0; class one of the scheme's names: vertical, diagonal,
-///              vertical_diagonal, block, heterogeneous); maps without a line are unlabelled and skipped
+///              (index into maps.npy from 0; class one of the scheme's names — the paper's vertical,
+///              diagonal, vertical_diagonal, block, heterogeneous, or the replication's diagonal, block,
+///              overall, majority_first_sentence); maps without a line are unlabelled and skipped
 /// @endcode
 ///
 /// @code
@@ -189,14 +200,26 @@ inline std::string trim(std::string_view s) {
 }
 
 inline nlohmann::json scheme_to_json(const PatternScheme& s) {
-  return {{"name", s.name}, {"names", s.names}, {"labels", s.labels}, {"two_segments", s.two_segments}};
+  return {{"name", s.name},
+          {"names", s.names},
+          {"labels", s.labels},
+          {"two_segments", s.two_segments},
+          {"definitions", s.definitions}};
 }
 
 inline PatternScheme scheme_from_json(const nlohmann::json& parent, const std::string& where) {
   try {
     const nlohmann::json& j = parent.at("scheme");
     PatternScheme s{j.at("name").get<std::string>(), j.at("names").get<std::vector<std::string>>(),
-                    j.at("labels").get<std::vector<std::string>>(), j.at("two_segments").get<std::vector<bool>>()};
+                    j.at("labels").get<std::vector<std::string>>(), j.at("two_segments").get<std::vector<bool>>(),
+                    {}};
+    if (j.contains("definitions")) {
+      s.definitions = j.at("definitions").get<std::vector<std::string>>();
+    } else {  // written before schemes carried definitions: the built-in scheme's, else none
+      for (const auto known : {PatternClasses::paper, PatternClasses::replication})
+        if (const auto k = pattern_scheme(known); k.name == s.name && k.names == s.names) s.definitions = k.definitions;
+      if (s.definitions.empty()) s.definitions.assign(s.names.size(), "");
+    }
     s.check();
     return s;
   } catch (const nlohmann::json::exception& e) {
@@ -427,12 +450,34 @@ inline PatternAgreement pattern_agreement(int classes, const std::vector<int>& f
 
 // ------------------------------------------------------------------ the network
 
-/// Shape of the network (see the file comment).
+/// Which network: the paper's (convolution + ReLU), or the GPT-2 replication's (convolution + batch
+/// normalisation + ReLU, every stride 2).
+enum class PatternCnnArchitecture { paper, replication };
+
+/// Shape of the network (see the file comment). The defaults are the paper's network; replication() gives
+/// the GPT-2 replication's.
 struct PatternCnnOptions {
+  PatternCnnArchitecture architecture = PatternCnnArchitecture::paper;  ///< batch normalisation or not
   Index input_size = 32;                                   ///< S: maps are resampled to S x S
   std::vector<Index> channels = {4, 4, 8, 8, 8, 8, 8, 8};  ///< output channels of each 3 x 3 convolution
   std::vector<Index> strides = {2, 1, 2, 1, 2, 1, 2, 1};   ///< stride of each convolution (padding 1)
+
+  /// The replication's network: input 256 x 256, eight 3 x 3 convolutions of stride 2 (padding 1), each
+  /// followed by batch normalisation and ReLU, with 4, 4, 8, 8, 8, 8, 8, 8 output channels; then the linear
+  /// layer. 256 = 2^8, so every one of the eight strides halves the image (256 -> 128 -> ... -> 2 -> 1):
+  /// no convolution runs on a map already reduced to one pixel, and the linear layer reads one feature per
+  /// channel of a last layer that sees the whole map.
+  static PatternCnnOptions replication() {
+    return {PatternCnnArchitecture::replication, 256, {4, 4, 8, 8, 8, 8, 8, 8}, {2, 2, 2, 2, 2, 2, 2, 2}};
+  }
+  /// Whether the convolutions are batch-normalised (the replication's network).
+  bool batch_norm() const { return architecture == PatternCnnArchitecture::replication; }
 };
+
+/// "paper" or "replication" in files and on command lines.
+inline const char* architecture_name(PatternCnnArchitecture a) {
+  return a == PatternCnnArchitecture::paper ? "paper" : "replication";
+}
 
 /// How the network is trained.
 struct PatternCnnTraining {
@@ -443,7 +488,8 @@ struct PatternCnnTraining {
   std::uint64_t seed = 1;       ///< order of the images in each epoch
 };
 
-/// The paper's pattern classifier: 3 x 3 convolutions with ReLU and a linear layer (file comment).
+/// The pattern classifier: 3 x 3 convolutions with ReLU (and, for the replication's architecture, batch
+/// normalisation) and a linear layer (file comment).
 /// @code
 /// darkbert::study::PatternCnn cnn(darkbert::study::paper_pattern_scheme(), {}, /*seed=*/1);
 /// cnn.train(images, {.epochs = 8, .seed = 1});
@@ -461,7 +507,7 @@ class PatternCnn {
       const double sd = std::sqrt((t.conv ? 2.0 : 1.0) / static_cast<double>(t.fan_in));
       for (Index k = 0; k < t.size; ++k)
         params_[static_cast<std::size_t>(t.offset + k)] =
-            t.bias ? 0.0f : static_cast<float>(sd * detail::standard_normal(rng));
+            t.gain ? 1.0f : t.bias ? 0.0f : static_cast<float>(sd * detail::standard_normal(rng));
     }
   }
 
@@ -471,8 +517,12 @@ class PatternCnn {
   const PatternCnnOptions& options() const { return options_; }
   /// S, the side of the input images.
   Index input_size() const { return options_.input_size; }
-  /// All weights and biases, flat (layer by layer: weight [O, C, 3, 3], bias [O]; then linear [K, F], [K]).
+  /// All weights and biases, flat (layer by layer: weight [O, C, 3, 3], then bias [O] — or, batch-normalised,
+  /// gain [O] and shift [O]; then linear [K, F], [K]).
   const std::vector<float>& parameters() const { return params_; }
+  /// The batch normalisations' running statistics, layer by layer: mean [O], then variance [O] (empty
+  /// for the paper's network). Inference normalises with these.
+  const std::vector<float>& running_statistics() const { return running_; }
   /// Mean training loss of each epoch so far.
   const std::vector<double>& training_loss() const { return loss_; }
 
@@ -487,8 +537,17 @@ class PatternCnn {
     for (std::size_t k = 0; k < set.count(); ++k)
       if (set.labels[k] >= 0) labelled.push_back(k);
     require(!labelled.empty(), "PatternCnn::train: no labelled images in ", set.source);
+    require(!options_.batch_norm() || (t.batch_size >= 2 && labelled.size() >= 2), "PatternCnn::train: batch "
+            "normalisation needs batches of two images or more (batch size ", t.batch_size, ", ", labelled.size(),
+            " labelled images)");
     const Index S = options_.input_size, pixels = S * S;
-    const std::size_t steps_per_epoch = (labelled.size() + t.batch_size - 1) / t.batch_size;
+    // Batch statistics of one image are undefined: a last batch of one joins the one before it.
+    auto batch_size_at = [&](std::size_t first) {
+      const std::size_t left = labelled.size() - first;
+      return options_.batch_norm() && left == t.batch_size + 1 ? left : std::min(t.batch_size, left);
+    };
+    std::size_t steps_per_epoch = 0;
+    for (std::size_t first = 0; first < labelled.size(); first += batch_size_at(first)) ++steps_per_epoch;
     const std::size_t total_steps = steps_per_epoch * t.epochs;
     const std::size_t warmup = std::max<std::size_t>(1, total_steps / 20);
     std::vector<float> grads(params_.size()), m(params_.size(), 0.0f), v(params_.size(), 0.0f), batch;
@@ -499,8 +558,8 @@ class PatternCnn {
     for (std::size_t epoch = 0; epoch < t.epochs; ++epoch) {
       const auto order = seeded_permutation(labelled.size(), t.seed * 1000003u + epoch);
       double loss_sum = 0;
-      for (std::size_t first = 0; first < labelled.size(); first += t.batch_size) {
-        const std::size_t count = std::min(t.batch_size, labelled.size() - first);
+      for (std::size_t first = 0; first < labelled.size(); first += batch_size_at(first)) {
+        const std::size_t count = batch_size_at(first);
         batch.resize(count * static_cast<std::size_t>(pixels));
         batch_labels.resize(count);
         for (std::size_t b = 0; b < count; ++b) {
@@ -511,7 +570,7 @@ class PatternCnn {
         }
         std::fill(grads.begin(), grads.end(), 0.0f);
         tape.reset();
-        const auto logits = forward(tape, batch.data(), static_cast<Index>(count), grads.data());
+        const auto logits = forward(tape, batch.data(), static_cast<Index>(count), grads.data(), running_.data());
         const auto loss = autodiff::cross_entropy(tape, logits, batch_labels.data());
         tape.backward(loss);
         loss_sum += static_cast<double>(loss.value()[0]) * static_cast<double>(count);
@@ -536,7 +595,8 @@ class PatternCnn {
     for (Index first = 0; first < count; first += chunk) {
       const Index b = std::min(chunk, count - first);
       tape.reset();
-      const auto y = forward(tape, images + first * pixels, b, nullptr);
+      // Inference reads the running statistics, never writes them.
+      const auto y = forward(tape, images + first * pixels, b, nullptr, const_cast<float*>(running_.data()));
       std::copy(y.value(), y.value() + b * K, out.begin() + static_cast<std::ptrdiff_t>(first * K));
     }
     return out;
@@ -574,6 +634,7 @@ class PatternCnn {
     if (ec) fail(dir.string(), ": cannot create folder: ", ec.message());
     const nlohmann::json j = {{"format", "darkbert-pattern-cnn/1"},
                               {"scheme", detail::scheme_to_json(scheme_)},
+                              {"architecture", architecture_name(options_.architecture)},
                               {"input_size", options_.input_size},
                               {"channels", options_.channels},
                               {"strides", options_.strides},
@@ -583,6 +644,11 @@ class PatternCnn {
     xt::xtensor<float, 1> w = xt::xtensor<float, 1>::from_shape({params_.size()});
     std::copy(params_.begin(), params_.end(), w.begin());
     write_npy(dir / "cnn_weights.npy", w);
+    if (options_.batch_norm()) {
+      xt::xtensor<float, 1> r = xt::xtensor<float, 1>::from_shape({running_.size()});
+      std::copy(running_.begin(), running_.end(), r.begin());
+      write_npy(dir / "cnn_running_statistics.npy", r);
+    }
   }
 
   /// Reads what save wrote; errors name the file.
@@ -594,6 +660,11 @@ class PatternCnn {
             ": not a pattern CNN (format 'darkbert-pattern-cnn/1' expected)");
     PatternCnnOptions o;
     try {
+      const std::string architecture = j.value("architecture", "paper");  // files before it was named: paper
+      require(architecture == "paper" || architecture == "replication", where, ": architecture '", architecture,
+              "' (expected 'paper' or 'replication')");
+      o.architecture =
+          architecture == "paper" ? PatternCnnArchitecture::paper : PatternCnnArchitecture::replication;
       o.input_size = j.at("input_size").get<Index>();
       o.channels = j.at("channels").get<std::vector<Index>>();
       o.strides = j.at("strides").get<std::vector<Index>>();
@@ -605,6 +676,13 @@ class PatternCnn {
     require(w.dimension() == 1 && w.size() == cnn.params_.size(), weights_path.string(), ": ", w.size(),
             " weights, the network of ", where, " has ", cnn.params_.size());
     std::copy(w.begin(), w.end(), cnn.params_.begin());
+    if (o.batch_norm()) {
+      const auto running_path = dir / "cnn_running_statistics.npy";
+      const auto r = read_npy<float>(running_path);
+      require(r.dimension() == 1 && r.size() == cnn.running_.size(), running_path.string(), ": ", r.size(),
+              " running statistics, the network of ", where, " has ", cnn.running_.size());
+      std::copy(r.begin(), r.end(), cnn.running_.begin());
+    }
     if (j.contains("training_loss")) cnn.loss_ = j.at("training_loss").get<std::vector<double>>();
     return cnn;
   }
@@ -612,7 +690,12 @@ class PatternCnn {
  private:
   struct Slot {
     Index offset, size, fan_in;
-    bool conv, bias;
+    bool conv, bias, gain = false;  // bias and gain: no weight decay; initialised to 0 and 1
+  };
+  // A convolution's tensors: indices into tensors_ (-1: absent) and its running statistics' offset.
+  struct ConvSlots {
+    int weight = -1, bias = -1, gain = -1, shift = -1;
+    Index running = 0;
   };
 
   void layout() {
@@ -620,46 +703,69 @@ class PatternCnn {
     require(o.input_size >= 4 && !o.channels.empty() && o.channels.size() == o.strides.size(),
             "PatternCnn: input size ", o.input_size, " (>= 4) and one stride per convolution (", o.channels.size(),
             " channels, ", o.strides.size(), " strides)");
-    Index in = 1, side = o.input_size, offset = 0;
+    Index in = 1, side = o.input_size, offset = 0, running = 0;
+    auto add = [&](Slot t) {
+      tensors_.push_back(t);
+      offset += t.size;
+      return static_cast<int>(tensors_.size() - 1);
+    };
     for (std::size_t l = 0; l < o.channels.size(); ++l) {
-      require(o.channels[l] >= 1 && o.strides[l] >= 1, "PatternCnn: convolution ", l, " has ", o.channels[l],
-              " channels and stride ", o.strides[l]);
-      tensors_.push_back({offset, o.channels[l] * in * 9, in * 9, true, false});
-      offset += o.channels[l] * in * 9;
-      tensors_.push_back({offset, o.channels[l], 1, true, true});
-      offset += o.channels[l];
+      const Index out = o.channels[l];
+      require(out >= 1 && o.strides[l] >= 1, "PatternCnn: convolution ", l, " has ", out, " channels and stride ",
+              o.strides[l]);
+      ConvSlots c;
+      c.weight = add({offset, out * in * 9, in * 9, true, false});
+      if (o.batch_norm()) {  // the shift plays the bias's part
+        c.gain = add({offset, out, 1, true, false, true});
+        c.shift = add({offset, out, 1, true, true});
+        c.running = running;
+        running += 2 * out;
+      } else {
+        c.bias = add({offset, out, 1, true, true});
+      }
+      convolutions_.push_back(c);
       side = (side - 1) / o.strides[l] + 1;  // (side + 2 * 1 - 3) / stride + 1
-      in = o.channels[l];
+      in = out;
     }
     features_ = in * side * side;
-    tensors_.push_back({offset, scheme_.size() * features_, features_, false, false});
-    offset += scheme_.size() * features_;
-    tensors_.push_back({offset, scheme_.size(), 1, false, true});
-    offset += scheme_.size();
+    linear_weight_ = add({offset, scheme_.size() * features_, features_, false, false});
+    linear_bias_ = add({offset, scheme_.size(), 1, false, true});
     params_.assign(static_cast<std::size_t>(offset), 0.0f);
+    running_.assign(static_cast<std::size_t>(running), 0.0f);
+    for (const auto& c : convolutions_)  // running variance starts at 1, mean at 0
+      if (c.gain >= 0)
+        std::fill_n(running_.begin() + c.running + tensors_[static_cast<std::size_t>(c.gain)].size,
+                    tensors_[static_cast<std::size_t>(c.gain)].size, 1.0f);
   }
 
-  /// images [B, S, S] -> logits [B, K]; gradients into `grads` (null: inference).
-  autodiff::Var<float> forward(autodiff::Tape<float>& tape, const float* images, Index batch, float* grads) const {
+  /// images [B, S, S] -> logits [B, K]; gradients into `grads` (null: inference, batch normalisation with
+  /// the running statistics; else with the batch's, updating `running`).
+  autodiff::Var<float> forward(autodiff::Tape<float>& tape, const float* images, Index batch, float* grads,
+                               float* running) const {
     const Index S = options_.input_size;
     auto* p = const_cast<float*>(params_.data());  // read only: the tape's handles are not const
-    auto g = [&](const Slot& t) { return grads ? grads + t.offset : nullptr; };
+    auto var = [&](int slot, autodiff::Shape shape) {
+      if (slot < 0) return autodiff::Var<float>{};
+      const Slot& t = tensors_[static_cast<std::size_t>(slot)];
+      return tape.external(p + t.offset, shape, grads ? grads + t.offset : nullptr);
+    };
     auto h = tape.external(const_cast<float*>(images), {batch, 1, S, S});
     Index in = 1;
     for (std::size_t l = 0; l < options_.channels.size(); ++l) {
       const Index out = options_.channels[l];
-      const Slot& w = tensors_[2 * l];
-      const Slot& b = tensors_[2 * l + 1];
-      const auto wv = tape.external(p + w.offset, {out, in, 3, 3}, g(w));
-      const auto bv = tape.external(p + b.offset, {out}, g(b));
-      h = autodiff::activation(tape, autodiff::conv2d(tape, h, wv, bv, {options_.strides[l], 1}), Activation::relu);
+      const ConvSlots& c = convolutions_[l];
+      h = autodiff::conv2d(tape, h, var(c.weight, {out, in, 3, 3}), var(c.bias, {out}), {options_.strides[l], 1});
+      if (c.gain >= 0) {
+        const autodiff::BatchNormOptions<float> bn{.training = grads != nullptr,
+                                                   .running_mean = running + c.running,
+                                                   .running_variance = running + c.running + out};
+        h = autodiff::batch_norm(tape, h, var(c.gain, {out}), var(c.shift, {out}), bn);
+      }
+      h = autodiff::activation(tape, h, Activation::relu);
       in = out;
     }
-    const Slot& w = tensors_[tensors_.size() - 2];
-    const Slot& b = tensors_.back();
-    const auto wv = tape.external(p + w.offset, {scheme_.size(), features_}, g(w));
-    const auto bv = tape.external(p + b.offset, {scheme_.size()}, g(b));
-    return autodiff::linear(tape, autodiff::flatten(tape, h), wv, bv);
+    return autodiff::linear(tape, autodiff::flatten(tape, h), var(linear_weight_, {scheme_.size(), features_}),
+                            var(linear_bias_, {scheme_.size()}));
   }
 
   /// One AdamW step (train/optimizer.hpp's update: bias-corrected moments, decoupled decay on weights).
@@ -670,7 +776,7 @@ class PatternCnn {
     const float c2 = static_cast<float>(1 - std::pow(beta2, static_cast<double>(step)));
     const float lr = static_cast<float>(rate), b1 = static_cast<float>(beta1), b2 = static_cast<float>(beta2);
     for (const auto& t : tensors_) {
-      const float decay = t.bias ? 1.0f : static_cast<float>(1 - rate * weight_decay);
+      const float decay = t.bias || t.gain ? 1.0f : static_cast<float>(1 - rate * weight_decay);
       for (Index k = t.offset; k < t.offset + t.size; ++k) {
         const auto i = static_cast<std::size_t>(k);
         m[i] = b1 * m[i] + (1 - b1) * grads[i];
@@ -683,8 +789,11 @@ class PatternCnn {
   PatternScheme scheme_;
   PatternCnnOptions options_;
   std::vector<Slot> tensors_;
+  std::vector<ConvSlots> convolutions_;
+  int linear_weight_ = -1, linear_bias_ = -1;
   Index features_ = 0;
   std::vector<float> params_;
+  std::vector<float> running_;  // batch normalisation: per convolution mean [O], variance [O]
   std::vector<double> loss_;
 };
 
@@ -698,8 +807,9 @@ struct PatternTrainingSet {
   std::vector<LabelledPatternMap> held_out_maps;  ///< the held-out maps with tokens (prototypes only; else empty)
 };
 
-/// Sizes and seed of the default (synthetic) training set.
+/// Sizes, classes and seed of the default (synthetic) training set.
 struct PrototypeSetOptions {
+  PatternClasses classes = PatternClasses::paper;  ///< the paper's five or the GPT-2 replication's four
   std::size_t train_per_class = 300;    ///< training prototypes per class
   std::size_t held_out_per_class = 60;  ///< held-out prototypes per class (a separate seed stream)
   std::uint64_t seed = 1;               ///< the prototypes' seed (held-out: seed + 1)
@@ -710,14 +820,19 @@ struct PrototypeSetOptions {
 /// Seeded prototypes: a training set and an independent held-out set (another seed).
 inline PatternTrainingSet prototype_training_set(const PrototypeSetOptions& o = {}) {
   PatternTrainingSet set;
-  const std::string kind = o.maps.causal ? "causal" : "bidirectional";
-  set.train = images_of(pattern_prototypes(o.train_per_class, o.seed, o.maps), o.input_size,
-                        std::to_string(o.train_per_class * 5) + " synthetic " + kind + " prototypes (seed " +
-                            std::to_string(o.seed) + ")");
-  set.held_out_maps = pattern_prototypes(o.held_out_per_class, o.seed + 1, o.maps);
+  const PatternScheme scheme = pattern_scheme(o.classes);
+  const auto K = static_cast<std::size_t>(scheme.size());
+  const std::string kind = std::string(o.maps.causal ? "causal" : "bidirectional") +
+                           (o.classes == PatternClasses::paper ? "" : " GPT-2 replication");
+  set.train = images_of(pattern_prototypes(o.train_per_class, o.seed, o.maps, o.classes), o.input_size,
+                        std::to_string(o.train_per_class * K) + " synthetic " + kind + " prototypes (seed " +
+                            std::to_string(o.seed) + ")",
+                        scheme);
+  set.held_out_maps = pattern_prototypes(o.held_out_per_class, o.seed + 1, o.maps, o.classes);
   set.held_out = images_of(set.held_out_maps, o.input_size,
-                           std::to_string(o.held_out_per_class * 5) + " held-out synthetic " + kind +
-                               " prototypes (seed " + std::to_string(o.seed + 1) + ")");
+                           std::to_string(o.held_out_per_class * K) + " held-out synthetic " + kind +
+                               " prototypes (seed " + std::to_string(o.seed + 1) + ")",
+                           scheme);
   return set;
 }
 
@@ -792,10 +907,20 @@ struct PatternCnnEvaluation {
   }
 };
 
-/// Scores `cnn` on the held-out images of `set`; with `rule` and held-out maps, also the rules and the
-/// agreement.
+/// The rule classifier of a scheme with its default thresholds: PatternRules for the paper's classes,
+/// ReplicationPatternRules for the replication's.
+inline PatternRule default_pattern_rule(const PatternScheme& scheme) {
+  if (scheme == replication_pattern_scheme()) return ReplicationPatternRules{}.rule();
+  require(scheme == paper_pattern_scheme(), "pattern scheme '", scheme.name,
+          "' has no built-in rules (give a PatternRule)");
+  return PatternRules{}.rule();
+}
+
+/// Scores `cnn` on the held-out images of `set`; with held-out maps, also the rules (`rule`, or by default
+/// the rules of the CNN's scheme) and the agreement.
 inline PatternCnnEvaluation evaluate_pattern_cnn(const PatternCnn& cnn, const PatternTrainingSet& set,
-                                                 const PatternRule& rule = PatternRules{}.rule()) {
+                                                 PatternRule rule = {}) {
+  if (!rule && !set.held_out_maps.empty()) rule = default_pattern_rule(cnn.scheme());
   PatternCnnEvaluation e;
   e.training_set = set.train.source;
   e.held_out_set = set.held_out.source;

@@ -1,7 +1,8 @@
 #pragma once
 /// @file
-/// Seeded synthetic attention maps of each of the paper's five classes (§3.1): the default training and
-/// held-out set of the pattern CNN (study/pattern_cnn.hpp), in place of the paper's ~400 hand-labelled maps.
+/// Seeded synthetic attention maps of each of the paper's five classes (§3.1), and of the GPT-2
+/// replication's four: the default training and held-out set of the pattern CNN (study/pattern_cnn.hpp),
+/// in place of the paper's ~400 hand-labelled maps.
 ///
 /// The generator, per map:
 /// @code
@@ -30,7 +31,31 @@
 /// causal        every pattern and background row is restricted to keys j <= i and renormalised
 /// @endcode
 ///
-/// Limits (what a CNN trained on these has never seen): real heads mix three or more structures, put
+/// The GPT-2 replication's four classes (replication_pattern_prototype; meant for causal maps, where they were
+/// defined, and drawn the same way on bidirectional ones):
+/// @code
+/// diagonal      the paper's diagonal; on half of the maps a first-token column of U[0.05, 0.2] beside it
+///               (GPT-2 heads rarely leave the first token at zero)
+/// block         always two sentences: a softmax of N(0, s_b^2) logits, s_b ~ U[0, 1], over the query's own
+///               segment, half of the maps textured (+ U[0.5, 1.5] on up to three ordinary columns);
+///               w ~ U[0.75, 0.97]; on half of the maps a first-token column of U[0.05, 0.2]
+/// majority_first_sentence  always two sentences: every row that sees a first-sentence token spreads
+///               w ~ U[0.7, 0.95] as a softmax of N(0, s_b^2) logits over the first sentence's ordinary
+///               tokens it sees (half of the maps textured the same way, on first-sentence columns); no
+///               first-token column, which would be overall's
+/// overall       one of: dense random logits, s ~ U[1, 3] (25%); 1-3 random keys per row, w ~ U[0.5, 0.9]
+///               (20%); near-uniform (15%); smooth column and sentence biases as the paper's heterogeneous
+///               (20%); a first-token column, and each later special token (the first sentence's end) with
+///               p = 0.5, w ~ U[0.3, 0.9] in all over the background (20%) — the replication's "weights on
+///               the first token and last token of the first sentence, in addition to weights in other
+///               regions", which it put in overall
+/// @endcode
+/// Limits of these: the replication's classes were defined by eye on its Figure 1a, which shows one map per
+/// class; the generator draws what its one-sentence definitions say, not the variety of its 1294 labelled
+/// maps (54% overall, 20% M1, 15% diagonal, 9% block there; balanced here). A first-token column over M1
+/// or block maps of more than ~0.2, and M1 maps whose second sentence also keeps a diagonal, are not drawn.
+///
+/// Limits (what a CNN trained on the paper's prototypes has never seen): real heads mix three or more structures, put
 /// stripes on several punctuation tokens, attend to the same word in the other sentence, give [SEP] rows a
 /// pattern of their own, and have strengths anywhere between the ranges above; the strength ranges leave a
 /// gap between a pattern and heterogeneous that real maps fill, so the CNN learns where the generator draws
@@ -156,15 +181,34 @@ inline void point_mass(std::vector<double>& p, Index i, Index keys,
   for (Index j = 0; j < keys; ++j) p[static_cast<std::size_t>(j)] /= total;
 }
 
+/// The offsets (key = query + offset, weight) of a diagonal: previous / next / both / own token (causal:
+/// previous / own / both), the split of two offsets ~ U[0.3, 0.7].
+inline std::vector<std::pair<Index, double>> diagonal_offsets(std::mt19937_64& rng, bool causal) {
+  const double r = uniform01(rng), split = uniform(rng, 0.3, 0.7);
+  if (causal) {
+    if (r < 0.6) return {{-1, 1.0}};
+    if (r < 0.8) return {{0, 1.0}};
+    return {{-1, split}, {0, 1 - split}};
+  }
+  if (r < 0.3) return {{-1, 1.0}};
+  if (r < 0.6) return {{1, 1.0}};
+  if (r < 0.85) return {{-1, split}, {1, 1 - split}};
+  return {{0, 1.0}};
+}
+
+inline void check_prototype_options(const PrototypeOptions& o) {
+  require(o.min_length >= 9 && o.max_length >= o.min_length, "pattern prototypes: lengths [", o.min_length, ", ",
+          o.max_length, "] must satisfy 9 <= min_length <= max_length");
+  require(o.two_segment_share >= 0 && o.two_segment_share <= 1, "pattern prototypes: two_segment_share ",
+          o.two_segment_share, " is not in [0, 1]");
+}
+
 }  // namespace detail
 
 /// One seeded prototype of class `cls` (see the file comment for the generator).
 inline LabelledPatternMap pattern_prototype(AttentionPattern cls, std::mt19937_64& rng,
                                             const PrototypeOptions& o = {}) {
-  require(o.min_length >= 9 && o.max_length >= o.min_length, "pattern prototypes: lengths [", o.min_length, ", ",
-          o.max_length, "] must satisfy 9 <= min_length <= max_length");
-  require(o.two_segment_share >= 0 && o.two_segment_share <= 1, "pattern prototypes: two_segment_share ",
-          o.two_segment_share, " is not in [0, 1]");
+  detail::check_prototype_options(o);
   using detail::uniform;
   const Index n = detail::uniform_index(rng, o.min_length, o.max_length);
   const bool two = cls == AttentionPattern::block || detail::uniform01(rng) < o.two_segment_share;
@@ -196,26 +240,7 @@ inline LabelledPatternMap pattern_prototype(AttentionPattern cls, std::mt19937_6
     }
     if (stripes.empty()) stripes.push_back({n - 1, 1.0});  // the final [SEP]
   };
-  auto choose_offsets = [&] {
-    const double r = detail::uniform01(rng), split = uniform(rng, 0.3, 0.7);
-    if (o.causal) {
-      if (r < 0.6)
-        offsets = {{-1, 1.0}};
-      else if (r < 0.8)
-        offsets = {{0, 1.0}};
-      else
-        offsets = {{-1, split}, {0, 1 - split}};
-    } else {
-      if (r < 0.3)
-        offsets = {{-1, 1.0}};
-      else if (r < 0.6)
-        offsets = {{1, 1.0}};
-      else if (r < 0.85)
-        offsets = {{-1, split}, {1, 1 - split}};
-      else
-        offsets = {{0, 1.0}};
-    }
-  };
+  auto choose_offsets = [&] { offsets = detail::diagonal_offsets(rng, o.causal); };
   switch (cls) {
     case AttentionPattern::vertical:
       strength = uniform(rng, 0.65, 0.95);
@@ -346,15 +371,178 @@ inline LabelledPatternMap pattern_prototype(AttentionPattern cls, std::mt19937_6
   return out;
 }
 
-/// `per_class` prototypes of each of the paper's five classes, interleaved (vertical, diagonal, ...,
-/// heterogeneous, vertical, ...), from one seed.
+/// One seeded prototype of the GPT-2 replication's class `cls` (see the file comment for the generator).
+inline LabelledPatternMap replication_pattern_prototype(ReplicationPattern cls, std::mt19937_64& rng,
+                                                        const PrototypeOptions& o = {}) {
+  detail::check_prototype_options(o);
+  using detail::uniform;
+  using R = ReplicationPattern;
+  const Index n = detail::uniform_index(rng, o.min_length, o.max_length);
+  const bool two =
+      cls == R::block || cls == R::majority_first_sentence || detail::uniform01(rng) < o.two_segment_share;
+  LabelledPatternMap out;
+  out.label = static_cast<int>(cls);
+  out.length = n;
+  out.causal = o.causal;
+  out.tokens = detail::prototype_tokens(n, o.causal, two, rng);
+  const auto& tokens = out.tokens;
+  auto keys_of = [&](Index i) { return o.causal ? i + 1 : n; };
+  auto special = [&](Index j) { return tokens[static_cast<std::size_t>(j)].is_special; };
+  auto segment = [&](Index j) { return tokens[static_cast<std::size_t>(j)].segment; };
+
+  // Per-map choices.
+  double sigma_background = uniform(rng, 0.5, 2.0), strength = 0, sink = 0, sigma_pattern = 0;
+  std::vector<std::pair<Index, double>> offsets, stripes;
+  std::vector<Index> favoured;  // textured blocks and first-sentence bands: columns with extra weight
+  double favour = 0;
+  int overall_kind = 0;
+  std::vector<double> column_bias;
+  double segment_bias = 0;
+  auto choose_texture = [&](bool first_sentence_only) {
+    if (detail::uniform01(rng) >= 0.5) return;
+    favour = uniform(rng, 0.5, 1.5);
+    for (int k = 0; k < 3; ++k) {
+      const Index j = detail::uniform_index(rng, 0, n - 1);
+      if (!special(j) && (!first_sentence_only || segment(j) == 0)) favoured.push_back(j);
+    }
+  };
+  switch (cls) {
+    case R::diagonal:
+      strength = uniform(rng, 0.65, 0.95);
+      if (detail::uniform01(rng) < 0.5) sink = uniform(rng, 0.05, 0.2);
+      offsets = detail::diagonal_offsets(rng, o.causal);
+      break;
+    case R::block:
+      strength = uniform(rng, 0.75, 0.97);
+      if (detail::uniform01(rng) < 0.5) sink = uniform(rng, 0.05, 0.2);
+      sigma_pattern = uniform(rng, 0.0, 1.0);
+      choose_texture(false);
+      break;
+    case R::majority_first_sentence:
+      strength = uniform(rng, 0.7, 0.95);
+      sigma_pattern = uniform(rng, 0.0, 1.0);
+      choose_texture(true);
+      break;
+    case R::overall: {
+      const double r = detail::uniform01(rng);
+      overall_kind = r < 0.25 ? 0 : r < 0.45 ? 1 : r < 0.6 ? 2 : r < 0.8 ? 3 : 4;
+      if (overall_kind == 0) sigma_background = uniform(rng, 1.0, 3.0);
+      if (overall_kind == 1) strength = uniform(rng, 0.5, 0.9);
+      if (overall_kind == 2) sigma_background = uniform(rng, 0.05, 0.5);
+      if (overall_kind == 3) {
+        const double sigma_columns = uniform(rng, 0.2, 1.2);
+        column_bias.resize(static_cast<std::size_t>(n));
+        for (double& c : column_bias) c = sigma_columns * detail::standard_normal(rng);
+        segment_bias = two ? uniform(rng, -0.6, 0.6) : 0.0;
+        sigma_background = 0.3;
+      }
+      if (overall_kind == 4) {  // the first token, and on pairs often the first sentence's last token
+        strength = uniform(rng, 0.3, 0.9);
+        stripes.push_back({0, 1.0});
+        for (Index j = 1; j < n; ++j)
+          if (special(j) && detail::uniform01(rng) < 0.5) stripes.push_back({j, uniform(rng, 0.2, 1.0)});
+      }
+      break;
+    }
+  }
+
+  std::vector<double> row(static_cast<std::size_t>(n)), background(row.size()), p(row.size());
+  std::vector<std::pair<Index, double>> targets;
+  const std::vector<std::pair<Index, double>> first_token = {{0, 1.0}};
+  out.weights.assign(static_cast<std::size_t>(n * n), 0.0f);
+  for (Index i = 0; i < n; ++i) {
+    const Index keys = keys_of(i);
+    const auto jitter = [&](double w) {
+      return w > 0 ? std::clamp(w + 0.05 * detail::standard_normal(rng), 0.0, 1.0) : 0.0;
+    };
+    std::fill(row.begin(), row.end(), 0.0);
+    detail::random_softmax(background, keys, sigma_background, rng, [](Index) { return true; });
+    if (!column_bias.empty()) {
+      double total = 0;
+      for (Index j = 0; j < keys; ++j) {
+        background[static_cast<std::size_t>(j)] *=
+            std::exp(column_bias[static_cast<std::size_t>(j)] + (segment(j) == segment(i) ? segment_bias : 0.0));
+        total += background[static_cast<std::size_t>(j)];
+      }
+      for (Index j = 0; j < keys; ++j) background[static_cast<std::size_t>(j)] /= total;
+    }
+    double used = 0;
+    auto add_pattern = [&](double w) {
+      w = std::min(w, 1.0 - used);
+      detail::add_scaled(row, p, w, keys);
+      used += w;
+    };
+    // A softmax of N(0, sigma_pattern^2) logits over the keys `allowed` picks, favoured columns raised.
+    auto spread_over = [&](auto&& allowed) {
+      detail::random_softmax(p, keys, sigma_pattern, rng, allowed);
+      if (favoured.empty()) return;
+      double total = 0;
+      for (Index j = 0; j < keys; ++j) {
+        if (std::find(favoured.begin(), favoured.end(), j) != favoured.end())
+          p[static_cast<std::size_t>(j)] *= std::exp(favour);
+        total += p[static_cast<std::size_t>(j)];
+      }
+      for (Index j = 0; j < keys; ++j) p[static_cast<std::size_t>(j)] /= total;
+    };
+    if (sink > 0) {
+      detail::point_mass(p, i, keys, first_token);
+      add_pattern(sink);
+    }
+    switch (cls) {
+      case R::diagonal:
+        targets.clear();
+        for (const auto& [offset, w] : offsets) targets.push_back({i + offset, w});
+        detail::point_mass(p, i, keys, targets);
+        add_pattern(jitter(strength));
+        break;
+      case R::block:
+        spread_over([&](Index j) { return segment(j) == segment(i); });
+        add_pattern(jitter(strength));
+        break;
+      case R::majority_first_sentence: {
+        bool any = false;
+        for (Index j = 0; j < keys && !any; ++j) any = segment(j) == 0 && !special(j);
+        if (!any) break;  // the first token's row: nothing of the first sentence is visible yet
+        spread_over([&](Index j) { return segment(j) == 0 && !special(j); });
+        add_pattern(jitter(strength));
+        break;
+      }
+      case R::overall:
+        if (overall_kind == 1) {
+          targets.clear();
+          const Index picks = detail::uniform_index(rng, 1, 3);
+          for (Index k = 0; k < picks; ++k)
+            targets.push_back({detail::uniform_index(rng, 0, keys - 1), uniform(rng, 0.2, 1.0)});
+          detail::point_mass(p, i, keys, targets);
+          add_pattern(jitter(strength));
+        }
+        if (overall_kind == 4) {
+          detail::point_mass(p, i, keys, stripes);
+          add_pattern(jitter(strength));
+        }
+        break;
+    }
+    detail::add_scaled(row, background, std::max(0.0, 1.0 - used), keys);
+    for (Index j = 0; j < keys; ++j)
+      out.weights[static_cast<std::size_t>(i * n + j)] = static_cast<float>(row[static_cast<std::size_t>(j)]);
+  }
+  return out;
+}
+
+/// `per_class` prototypes of each class of `classes` (the paper's five, or the GPT-2 replication's four),
+/// interleaved (vertical, diagonal, ..., heterogeneous, vertical, ...), from one seed.
 inline std::vector<LabelledPatternMap> pattern_prototypes(std::size_t per_class, std::uint64_t seed,
-                                                          const PrototypeOptions& o = {}) {
+                                                          const PrototypeOptions& o = {},
+                                                          PatternClasses classes = PatternClasses::paper) {
   std::mt19937_64 rng(seed);
+  const int K = pattern_scheme(classes).size();
   std::vector<LabelledPatternMap> out;
-  out.reserve(per_class * 5);
+  out.reserve(per_class * static_cast<std::size_t>(K));
   for (std::size_t k = 0; k < per_class; ++k)
-    for (int c = 0; c < 5; ++c) out.push_back(pattern_prototype(static_cast<AttentionPattern>(c), rng, o));
+    for (int c = 0; c < K; ++c)
+      out.push_back(classes == PatternClasses::paper
+                        ? pattern_prototype(static_cast<AttentionPattern>(c), rng, o)
+                        : replication_pattern_prototype(static_cast<ReplicationPattern>(c), rng, o));
   return out;
 }
 

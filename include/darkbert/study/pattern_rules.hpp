@@ -20,8 +20,10 @@
 ///             keys), the share that stays inside the query's own segment; only for two-segment inputs
 /// spread      mean |i - j| of that own-segment mass, divided by the same for the uniform map
 ///             (a block spreads over its sentence; a narrow window around the diagonal does not)
-/// first       mean over rows of the mass on segment 0 (for classes such as GPT-2's "majority in the
-///             first sentence"; not used by the paper's rules)
+/// first       mean over rows of the mass on segment 0 (reported, not used by the rules)
+/// second_on_first  mean over the second sentence's ordinary queries of the mass on the first sentence's
+///             ordinary tokens (anchors left out as keys, so a head parked on the first token is not
+///             counted); only for two-segment inputs. The GPT-2 replication's "majority in sentence 1"
 /// entropy     mean over rows with >= 2 allowed keys of the row entropy divided by ln(allowed keys)
 ///             (1 = uniform; reported, not used by the paper's rules)
 /// @endcode
@@ -38,9 +40,10 @@
 /// std::cout << rules.scheme().names[c] << ": " << rules.explain(s) << "\n";
 /// @endcode
 ///
-/// Other class lists (the GPT-2 replication's diagonal, block, overall, majority-in-first-sentence) plug in
-/// as another PatternScheme with their own rule over the same PatternSummary (see PatternRule); nothing
-/// here assumes five classes.
+/// The GPT-2 replication's four classes (diagonal, block, overall, majority in the first sentence) are a
+/// second PatternScheme (replication_pattern_scheme) with their own rules over the same PatternSummary
+/// (ReplicationPatternRules); nothing here assumes five classes. Each scheme carries a one-sentence written
+/// definition per class, saved with every result that uses it.
 
 #include <algorithm>    // std::sort, std::min
 #include <cmath>        // std::log, std::abs
@@ -72,6 +75,7 @@ struct PatternScheme {
   std::vector<std::string> names;   ///< file names of the classes: "vertical", "vertical_diagonal", ...
   std::vector<std::string> labels;  ///< figure labels: "vertical", "vertical + diagonal", ...
   std::vector<bool> two_segments;   ///< whether a class exists only on two-segment inputs (block)
+  std::vector<std::string> definitions;  ///< one sentence per class saying what a map of it shows
 
   /// Number of classes.
   int size() const { return static_cast<int>(names.size()); }
@@ -85,9 +89,10 @@ struct PatternScheme {
   }
   /// Throws unless names, labels and the two-segment flags line up and the names are distinct.
   void check() const {
-    require(!names.empty() && labels.size() == names.size() && two_segments.size() == names.size(), "pattern scheme '",
-            name, "': ", names.size(), " names, ", labels.size(), " labels, ", two_segments.size(),
-            " two-segment flags");
+    require(!names.empty() && labels.size() == names.size() && two_segments.size() == names.size() &&
+                definitions.size() == names.size(),
+            "pattern scheme '", name, "': ", names.size(), " names, ", labels.size(), " labels, ", two_segments.size(),
+            " two-segment flags, ", definitions.size(), " definitions");
     for (std::size_t a = 0; a < names.size(); ++a)
       for (std::size_t b = a + 1; b < names.size(); ++b)
         require(names[a] != names[b], "pattern scheme '", name, "': class '", names[a], "' appears twice");
@@ -104,8 +109,63 @@ inline PatternScheme paper_pattern_scheme() {
   return {"kovaleva2019",
           {"vertical", "diagonal", "vertical_diagonal", "block", "heterogeneous"},
           {"vertical", "diagonal", "vertical + diagonal", "block", "heterogeneous"},
-          {false, false, false, true, false}};
+          {false, false, false, true, false},
+          {"most attention goes to a few columns: the special tokens ([CLS], [SEP]; the first token of a causal "
+           "model) and perhaps one more, such as a full stop",
+           "most attention goes to the previous, own or next token: a line along the diagonal",
+           "both at once: columns on the special tokens and a line along the diagonal, each plainly visible",
+           "on a pair of sentences, each token attends within its own sentence, spread over it: two squares on "
+           "the diagonal",
+           "none of the above: attention varies with the input and shows no distinct structure"}};
 }
+
+/// The GPT-2 replication's four classes (its §6.1.1: D, B, O, M1), in the order it lists them
+/// (indices = ReplicationPattern values). Read on causal maps of `<|endoftext|> a.. <|endoftext|> b..`:
+/// @code
+/// diagonal                 D   most attention on the previous or own token (a line along the diagonal)
+/// block                    B   on a pair, the second sentence's tokens attend within their own sentence,
+///                              spread over it: beside the first sentence's triangle, a second block on the
+///                              diagonal ("heavy blocks of attention in both sentences")
+/// overall                  O   attention spread over the map, whatever its darkness: no diagonal, block or
+///                              first-sentence majority. Heads parked on the first token or on the first
+///                              sentence's last token belong here, as the replication put them
+/// majority_first_sentence  M1  on a pair, the second sentence's tokens put most of their attention on the
+///                              first sentence's tokens (a dark band over the first sentence's columns)
+/// @endcode
+/// Block and M1 exist only on two-segment inputs. The replication has no vertical class: a GPT-2 head on the
+/// first token alone is "overall" here.
+inline PatternScheme replication_pattern_scheme() {
+  return {"gpt2_replication",
+          {"diagonal", "block", "overall", "majority_first_sentence"},
+          {"diagonal (D)", "block (B)", "overall (O)", "majority in sentence 1 (M1)"},
+          {false, true, false, true},
+          {"most attention goes to the previous or own token: a line along the diagonal",
+           "on a pair of sentences, the second sentence's tokens attend within their own sentence, spread over "
+           "it: beside the first sentence's triangle, a second block on the diagonal",
+           "attention spread over the map, whatever its darkness, with no diagonal, block or first-sentence "
+           "majority (heads parked on the first token or on the first sentence's last token included)",
+           "on a pair of sentences, the second sentence's tokens put most of their attention on the first "
+           "sentence's tokens: a dark band over the first sentence's columns"}};
+}
+
+/// Which list of classes a classifier, a prototype set or a section run uses.
+enum class PatternClasses { paper, replication };
+
+/// The scheme of a class list.
+inline PatternScheme pattern_scheme(PatternClasses classes) {
+  return classes == PatternClasses::paper ? paper_pattern_scheme() : replication_pattern_scheme();
+}
+
+/// "paper" or "replication" (as a command line spells it); throws naming both.
+inline PatternClasses parse_pattern_classes(std::string_view text) {
+  if (text == "paper") return PatternClasses::paper;
+  if (text == "replication") return PatternClasses::replication;
+  fail("pattern classes '", text, "': expected 'paper' (the paper's five) or 'replication' (the GPT-2 "
+       "replication's four)");
+}
+
+/// The GPT-2 replication's classes (indices into replication_pattern_scheme()).
+enum class ReplicationPattern : int { diagonal = 0, block = 1, overall = 2, majority_first_sentence = 3 };
 
 /// A share of one map's attention and the same share on the uniform map of the same shape.
 struct PatternShare {
@@ -129,6 +189,7 @@ struct PatternSummary {
   PatternShare diagonal;       ///< mass on |i - j| <= 1, anchors excluded
   PatternShare block;          ///< own-segment share of ordinary-to-ordinary mass (0/0 without two segments)
   PatternShare first_segment;  ///< mass on segment-0 keys
+  PatternShare second_on_first;  ///< second sentence's queries: mass on first-sentence ordinary keys (0/0 on one)
   double spread = 0;           ///< mean |i - j| of own-segment mass over the uniform map's (1 = as spread)
   double entropy = 0;          ///< mean normalised row entropy (1 = uniform)
 };
@@ -138,7 +199,9 @@ namespace detail {
 /// The raw measures of one map, given its weights through w(i, j) (called for allowed keys only).
 struct PatternMeasures {
   double vertical = 0, anchor = 0, diagonal = 0, own = 0, ordinary = 0, own_distance = 0, first = 0, entropy = 0;
+  double second_on_first = 0, second_rows = 0;
   double block() const { return ordinary > 0 ? own / ordinary : 0.0; }
+  double second_on_first_share() const { return second_rows > 0 ? second_on_first / second_rows : 0.0; }
   double distance() const { return own > 0 ? own_distance / own : 0.0; }
 };
 
@@ -150,6 +213,7 @@ struct PatternLayout {
   std::vector<int> segment;  // [n]
   Index anchors = 0, columns = 0;
   bool two_segments = false;
+  int first_sentence = 0;  // segment of the first ordinary token
 
   PatternLayout(Index length, bool is_causal, std::span<const TokenAnnotation> tokens)
       : n(length),
@@ -176,6 +240,7 @@ struct PatternLayout {
     }
     columns = std::min(n, anchors + 1);
     two_segments = in_first >= 2 && in_other >= 2;
+    this->first_sentence = first_segment;
   }
 };
 
@@ -189,6 +254,8 @@ PatternMeasures measure_pattern(const PatternLayout& p, Weight&& w, std::vector<
   for (Index i = 0; i < n; ++i) {
     const Index keys = p.causal ? i + 1 : n;
     const bool ordinary_query = !p.anchor[static_cast<std::size_t>(i)];
+    const bool second_query = ordinary_query && p.segment[static_cast<std::size_t>(i)] != p.first_sentence;
+    m.second_rows += second_query;
     double h = 0;
     for (Index j = 0; j < keys; ++j) {
       const double a = static_cast<double>(w(i, j));
@@ -197,6 +264,8 @@ PatternMeasures measure_pattern(const PatternLayout& p, Weight&& w, std::vector<
       if (anchor_key) m.anchor += a;
       if (!anchor_key && std::abs(i - j) <= 1) m.diagonal += a;
       if (p.segment[static_cast<std::size_t>(j)] == 0) m.first += a;
+      if (second_query && !anchor_key && p.segment[static_cast<std::size_t>(j)] == p.first_sentence)
+        m.second_on_first += a;
       if (ordinary_query && !anchor_key) {
         m.ordinary += a;
         if (p.segment[static_cast<std::size_t>(j)] == p.segment[static_cast<std::size_t>(i)]) {
@@ -264,6 +333,9 @@ class PatternBaseline {
     s.diagonal = {m.diagonal, uniform_.diagonal};
     s.block = layout_.two_segments ? PatternShare{m.block(), uniform_.block()} : PatternShare{};
     s.first_segment = {m.first, uniform_.first};
+    s.second_on_first = layout_.two_segments
+                            ? PatternShare{m.second_on_first_share(), uniform_.second_on_first_share()}
+                            : PatternShare{};
     s.spread = layout_.two_segments && uniform_.distance() > 0 ? m.distance() / uniform_.distance() : 0.0;
     s.entropy = m.entropy;
     return s;
@@ -378,6 +450,95 @@ struct PatternRules {
         if (s.length < t.min_length)
           return "heterogeneous: " + std::to_string(s.length) + " tokens < " + std::to_string(t.min_length);
         return "heterogeneous: no rule fired; " + numbers;
+    }
+    return "";
+  }
+};
+
+/// The thresholds of the replication's rules (ReplicationPatternRules), on the excess scale like the paper's,
+/// each with the reason for its value.
+struct ReplicationThresholds {
+  /// Diagonal: the band |i - j| <= 1 (anchors left out) holds at least half of the mass a perfect diagonal
+  /// adds over the uniform map — the paper's `pattern` cut-off, for the one structure the replication keeps
+  /// of the paper's three: then the line is the largest thing in the map.
+  double diagonal = 0.5;
+  /// M1: the second sentence's tokens put at least half of the room above the uniform map on the first
+  /// sentence. The uniform map of a causal pair already gives the first sentence its length's share of each
+  /// later row (often most of it), so a plain "> 50% of the mass" would call a uniform head M1; the excess
+  /// asks for a majority the head adds, the same contrast as the block cut-off below.
+  double first_sentence = 0.5;
+  /// Block and its spread: the paper's cut-offs (PatternThresholds::block, block_spread), as the replication's
+  /// block is the paper's on causal maps.
+  double block = 0.5;
+  double block_spread = 0.5;  ///< see block
+  /// Shorter maps are overall: the paper's min_length, for the same reason (no pattern can be told from chance).
+  Index min_length = 6;
+};
+
+/// The replication's rule classifier (thresholds in ReplicationThresholds; classes in
+/// replication_pattern_scheme):
+/// @code
+/// n < min_length                                            -> overall
+/// d >= diagonal                                             -> diagonal
+/// two segments, m1 >= first_sentence                        -> majority in sentence 1 (M1)
+/// two segments, block >= block and spread >= block_spread   -> block
+/// otherwise                                                 -> overall
+/// @endcode
+/// d: PatternSummary's diagonal excess; m1: its second_on_first excess; block, spread: as the paper's rules.
+/// M1 and block ask opposite things of the second sentence's tokens (look back at the first sentence, or
+/// stay in their own), so at most one of them holds; the order only matters for diagonal maps, whose band
+/// keeps the second sentence in its own sentence too.
+/// @code
+/// darkbert::study::ReplicationPatternRules rules;
+/// int c = rules.classify(summary);   // index into darkbert::study::replication_pattern_scheme().names
+/// @endcode
+struct ReplicationPatternRules {
+  ReplicationThresholds thresholds;  ///< the cut-offs
+
+  /// The classes it returns indices into.
+  static PatternScheme scheme() { return replication_pattern_scheme(); }
+
+  /// The class of a map.
+  ReplicationPattern pattern(const PatternSummary& s) const {
+    const auto& t = thresholds;
+    if (s.length < t.min_length) return ReplicationPattern::overall;
+    if (s.diagonal.excess() >= t.diagonal) return ReplicationPattern::diagonal;
+    if (s.two_segments && s.second_on_first.excess() >= t.first_sentence)
+      return ReplicationPattern::majority_first_sentence;
+    if (s.two_segments && s.block.excess() >= t.block && s.spread >= t.block_spread) return ReplicationPattern::block;
+    return ReplicationPattern::overall;
+  }
+  /// The class index (into scheme()).
+  int classify(const PatternSummary& s) const { return static_cast<int>(pattern(s)); }
+  /// The rule as a PatternRule.
+  PatternRule rule() const {
+    return [rules = *this](const PatternSummary& s) { return rules.classify(s); };
+  }
+
+  /// One line saying which rule decided and on which numbers.
+  std::string explain(const PatternSummary& s) const {
+    const auto& t = thresholds;
+    auto f = [](double x) {
+      char b[32];
+      std::snprintf(b, sizeof b, "%.2f", x);
+      return std::string(b);
+    };
+    const std::string numbers =
+        "diagonal excess " + f(s.diagonal.excess()) +
+        (s.two_segments ? ", sentence-1 excess " + f(s.second_on_first.excess()) + ", block excess " +
+                              f(s.block.excess()) + ", spread " + f(s.spread)
+                        : ", one segment");
+    switch (pattern(s)) {
+      case ReplicationPattern::diagonal:
+        return "diagonal: diagonal excess >= " + f(t.diagonal) + "; " + numbers;
+      case ReplicationPattern::majority_first_sentence:
+        return "majority in sentence 1: sentence-1 excess >= " + f(t.first_sentence) + "; " + numbers;
+      case ReplicationPattern::block:
+        return "block: block excess >= " + f(t.block) + " and spread >= " + f(t.block_spread) + "; " + numbers;
+      case ReplicationPattern::overall:
+        if (s.length < t.min_length)
+          return "overall: " + std::to_string(s.length) + " tokens < " + std::to_string(t.min_length);
+        return "overall: no rule fired; " + numbers;
     }
     return "";
   }
