@@ -1,7 +1,9 @@
 // Tests for study/attention_patterns.hpp: patterns planted into a real forward of a golden fixture model
 // (masking policies that replace chosen heads' maps by constructed ones) are labelled correctly by both
 // classifiers, on a BERT and on a causal GPT-2; results save, load and merge exactly; a run is
-// deterministic; block is never given on one-sentence inputs; several tasks make one Figure 2.
+// deterministic; block is never given on one-sentence inputs; several tasks make one Figure 2. With the GPT-2
+// replication's classes and CNN, planted heads of the golden GPT-2 fixture are labelled correctly and the
+// section writes the same files with that scheme's columns.
 #include <doctest/doctest.h>
 
 #include <algorithm>   // std::min, std::fill
@@ -14,6 +16,7 @@
 #include <vector>      // std::vector
 
 #include "darkbert/study/attention_patterns.hpp"
+#include "darkbert/tokenizer/tokenizer.hpp"
 #include "study_test_support.hpp"
 #include "test_support.hpp"
 #include "viz_test_support.hpp"
@@ -146,6 +149,89 @@ study::AttentionPatternResult planted_run(const Fixture& f, const study::TaskInp
 std::string file_text(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// The replication's classifiers, trained once on a small causal prototype set (~20 s: the 256 x 256 CNN).
+const study::PatternClassifiers& replication_classifiers() {
+  static const study::PatternClassifiers c = [] {
+    auto o = study::PatternClassifierOptions::quick(study::PatternClasses::replication);
+    o.train_per_class = 60;
+    o.held_out_per_class = 20;
+    o.training.epochs = 10;
+    o.seed = 11;
+    return study::train_pattern_classifiers(true, o);
+  }();
+  return c;
+}
+
+// The replication's classes planted into chosen heads (10% of every row uniform noise).
+struct PlantedReplication {
+  int layer, head;
+  study::ReplicationPattern pattern;
+};
+
+darkbert::MaskingPolicy<float> replication_planting_policy(const study::TaskInputs& inputs,
+                                                           std::vector<PlantedReplication> planted) {
+  using R = study::ReplicationPattern;
+  return [&inputs, planted](const PatternSite<float>& s) {
+    const auto& tokens = inputs.tokens[static_cast<std::size_t>(s.batch_index)];
+    R p = R::overall;
+    for (const auto& x : planted)
+      if (x.layer == s.layer && x.head == s.head) p = x.pattern;
+    std::mt19937_64 rng(static_cast<std::uint64_t>(1000 * s.batch_index + 10 * s.layer + s.head));
+    std::normal_distribution<double> z(0.0, 2.0);
+    auto segment = [&](Index j) { return tokens[static_cast<std::size_t>(j)].segment; };
+    auto first_sentence = [&](Index j) { return segment(j) == 0 && !tokens[static_cast<std::size_t>(j)].is_special; };
+    plant(s, [&](Index i, Index keys, std::vector<double>& w) {
+      Index own = 0, first = 0;
+      for (Index k = 0; k < keys; ++k) own += segment(k) == segment(i), first += first_sentence(k);
+      for (Index j = 0; j < keys; ++j) {
+        const double noise = 0.1 / static_cast<double>(keys);
+        switch (p) {
+          case R::diagonal:  // the previous token
+            w[static_cast<std::size_t>(j)] = noise + (j == (i > 0 ? i - 1 : i) ? 0.9 : 0.0);
+            break;
+          case R::majority_first_sentence:  // evenly over the first sentence's tokens seen so far
+            w[static_cast<std::size_t>(j)] =
+                noise + (first == 0 ? (j == i ? 0.9 : 0.0) : (first_sentence(j) ? 0.9 / static_cast<double>(first) : 0.0));
+            break;
+          case R::block:  // evenly inside the own sentence
+            w[static_cast<std::size_t>(j)] = noise + (segment(j) == segment(i) ? 0.9 / static_cast<double>(own) : 0.0);
+            break;
+          case R::overall:  // a softmax of N(0, 2^2) logits
+            w[static_cast<std::size_t>(j)] = std::exp(z(rng));
+            break;
+        }
+      }
+    });
+  };
+}
+
+// Hand-made pairs in the replication's layout, <|endoftext|> a.. <|endoftext|> b.., ids < 99.
+study::TaskInputs gpt2_pairs(int count) {
+  study::TaskInputs inputs;
+  inputs.causal = true;
+  inputs.provenance = std::to_string(count) + " hand-made GPT-2 pairs";
+  for (int k = 0; k < count; ++k) {
+    const int first = 8 + k, second = 9 + 2 * k, n = 2 + first + second;
+    darkbert::Encoding e;
+    std::vector<TokenAnnotation> tokens;
+    for (int i = 0; i < n; ++i) {
+      const bool sep = i == 0 || i == first + 1;
+      e.ids.push_back(sep ? 98 : 1 + (7 * i + 3 * k) % 97);
+      e.tokens.push_back(sep ? "<|endoftext|>" : "t");
+      e.attention_mask.push_back(1);
+      TokenAnnotation t;
+      t.token = e.tokens.back();
+      t.is_special = sep;
+      t.segment = i <= first + 1 ? 0 : 1;
+      tokens.push_back(t);
+    }
+    inputs.texts.encodings.push_back(e);
+    inputs.texts.labels.push_back(0);
+    inputs.tokens.push_back(tokens);
+  }
+  return inputs;
 }
 
 }  // namespace
@@ -323,4 +409,68 @@ TEST_CASE("one-sentence inputs are never block; several tasks make one figure") 
   CHECK(darkbert::test::message_of([&] {
           study::write_class_proportions_figure(dir / "bad.svg", {{"MRPC", {0.5, 0.5}}}, s.scheme);
         }).find("MRPC has 2 proportions for 5 classes") != std::string::npos);
+}
+
+TEST_CASE("the replication's classes and CNN on the GPT-2 fixture: planted heads, the scheme's columns") {
+  using R = study::ReplicationPattern;
+  const auto model = darkbert::test::gpt2_fixture();
+  REQUIRE(model.config().causal);
+  const auto& c = replication_classifiers();
+  CHECK(c.scheme == study::replication_pattern_scheme());
+  CHECK(c.cnn.options().architecture == study::PatternCnnArchitecture::replication);
+  CHECK(c.rule_description.rfind("ReplicationPatternRules: diagonal 0.5", 0) == 0);
+  MESSAGE("replication CNN held-out macro F1 ", c.evaluation.cnn.macro_f1, " on ", c.evaluation.held_out_set);
+  CHECK(c.evaluation.cnn.macro_f1 >= 0.8);
+
+  const auto inputs = gpt2_pairs(6);
+  const std::vector<PlantedReplication> planted = {
+      {0, 0, R::diagonal}, {0, 1, R::majority_first_sentence}, {1, 0, R::block}, {2, 0, R::overall}};
+  darkbert::MaskingPolicies<float> policies;
+  std::vector<darkbert::HeadRef> heads;
+  for (const auto& p : planted) heads.push_back({p.layer, p.head});
+  policies.add(replication_planting_policy(inputs, planted), heads);
+  auto forward = study::attention_only_options<float>();
+  forward.policies = &policies;
+  const auto r = study::attention_patterns(model, inputs, c, {.model = "gpt2 fixture (planted)", .batch_size = 6}, forward);
+  CHECK(r.scheme == study::replication_pattern_scheme());
+  CHECK(r.examples == 6);
+  for (const auto& p : planted) {
+    CAPTURE(p.layer);
+    CAPTURE(p.head);
+    for (auto k : {PatternClassifier::rules, PatternClassifier::cnn}) {
+      CAPTURE(k == PatternClassifier::cnn ? "cnn" : "rules");
+      CHECK(r.majority(k, p.layer, p.head) == static_cast<int>(p.pattern));
+    }
+  }
+
+  const auto dir = darkbert::test::scratch_dir("attention_patterns_replication");
+  r.save(dir);
+  CHECK(file_text(dir / "head_classes.csv")
+            .rfind("layer,head,class,share_diagonal,share_block,share_overall,share_majority_first_sentence\n"
+                   "0,0,diagonal,1,0,0,0\n0,1,majority_first_sentence,0,0,0,1\n",
+                   0) == 0);
+  CHECK(file_text(dir / "class_proportions.csv").find("majority_first_sentence") != std::string::npos);
+  const std::string classes = file_text(dir / "pattern_classes.md");
+  CHECK(classes.find("# Attention-pattern classes (gpt2_replication)") == 0);
+  for (const auto& d : r.scheme.definitions) CHECK(classes.find(d) != std::string::npos);
+  const auto texts = darkbert::test::text_set(darkbert::test::svg_texts(dir / "class_proportions.svg"));
+  for (const char* t : {"diagonal (D)", "block (B)", "overall (O)", "majority in sentence 1 (M1)"})
+    CHECK_MESSAGE(texts.count(t) == 1, t);
+  const auto back = study::AttentionPatternResult::load(dir);
+  CHECK(back.scheme == r.scheme);
+  CHECK(back.summary() == r.summary());
+
+  // A real task through the GPT-2 tokenizer: every map counted, proportions over the four classes.
+  const auto tokenizer = darkbert::Tokenizer::from_directory(darkbert::test::data_dir() / "vocab/gpt2");
+  const auto mrpc = study::load_task_inputs(shared_root(), darkbert::GlueTask::mrpc, tokenizer, model.config(),
+                                            {.max_examples = 4, .seed = 2, .max_length = 40});
+  const auto m = study::attention_patterns(model, mrpc, c);
+  CHECK(m.task == "MRPC");
+  CHECK(m.proportions().size() == 4);
+  double sum = 0;
+  for (double p : m.proportions()) sum += p;
+  CHECK(sum == doctest::Approx(1.0));
+  const auto figure = dir / "figure2_replication.svg";
+  study::write_class_proportions_figure(figure, {{m.task, m.proportions()}}, m.scheme);
+  CHECK(std::filesystem::exists(figure));
 }

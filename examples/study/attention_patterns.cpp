@@ -4,10 +4,13 @@
 // (study/pattern_rules.hpp, thresholds documented there) and the paper's CNN (study/pattern_cnn.hpp),
 // trained on labelled maps — seeded synthetic prototypes unless --labelled gives a hand-labelled folder —
 // and scored on held-out labelled maps. Writes per-head class shares, the task's class proportions (the
-// paper's Figure 2), the two classifiers' agreement and example maps of each class.
+// paper's Figure 2), the two classifiers' agreement and example maps of each class. With --scheme replication
+// the classes are the GPT-2 replication's (diagonal, block, overall, majority in sentence 1), classified by
+// their rules and by the replication's CNN (eight stride-2 convolutions with batch normalisation).
 //
 //   darkbert_attention_patterns --model runs/s1/final --task MRPC --max-examples 100 --out out/patterns
 //   darkbert_attention_patterns --model my-bert --labelled my-labels/   # maps.npy + labels.csv (pattern_cnn.hpp)
+//   darkbert_attention_patterns --model my-gpt2 --scheme replication --task RTE
 
 #include "darkbert/study/attention_patterns.hpp"
 
@@ -30,13 +33,13 @@ int main(int argc, char** argv) {
       "Attention patterns (Kovaleva et al. 2019, section 3.1): every head's map on a task's examples "
       "classified as vertical, diagonal, vertical + diagonal, block or heterogeneous, by rules and by the "
       "paper's CNN"};
-  std::string model_dir, task_name = "MRPC", out = "attention_patterns", labelled;
+  std::string model_dir, task_name = "MRPC", out = "attention_patterns", labelled, scheme = "paper";
   std::size_t max_examples = 1000;
   std::uint64_t seed = 1;
   bool quick = false;
   app.add_option("--model", model_dir,
-                 "a Hugging Face BERT-family folder (default: the study model, pretrained on "
-                 "first use and cached)");
+                 "a Hugging Face BERT-family or GPT-2 folder (default: the study model — GPT-2 with "
+                 "--scheme replication — pretrained on first use and cached)");
   app.add_option("--task", task_name, "GLUE task whose evaluation examples are read")->capture_default_str();
   app.add_option("--out", out, "output folder")->capture_default_str();
   app.add_option("--max-examples", max_examples,
@@ -49,6 +52,11 @@ int main(int argc, char** argv) {
                  "train and score the CNN on this labelled-map folder (maps.npy [N, S, S], "
                  "labels.csv 'index,class') instead of synthetic prototypes");
   app.add_flag("--quick", quick, "a small prototype set (100 per class instead of 300)");
+  app.add_option("--scheme", scheme,
+                 "the classes and CNN: 'paper' (five classes, the paper's CNN) or 'replication' (the GPT-2 "
+                 "replication's four classes and its batch-normalised CNN)")
+      ->check(CLI::IsMember({"paper", "replication"}))
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -58,7 +66,8 @@ int main(int argc, char** argv) {
 
     // The model as it is, and the task's evaluation examples.
     const std::filesystem::path dir =
-        model_dir.empty() ? darkbert::default_model(root, "bert") : std::filesystem::path(model_dir);
+        model_dir.empty() ? darkbert::default_model(root, scheme == "replication" ? "gpt2" : "bert")
+                          : std::filesystem::path(model_dir);
     const auto model = darkbert::Transformer<float>::load(dir);
     const auto tokenizer = darkbert::Tokenizer::from_directory(dir);
     const auto& c = model.config();
@@ -70,7 +79,9 @@ int main(int argc, char** argv) {
                 inputs.provenance.c_str(), max_length);
 
     // The two classifiers: the rules, and the CNN trained on labelled maps and scored on held-out ones.
-    auto options = quick ? study::PatternClassifierOptions::quick() : study::PatternClassifierOptions{};
+    const auto classes = study::parse_pattern_classes(scheme);
+    auto options =
+        quick ? study::PatternClassifierOptions::quick(classes) : study::PatternClassifierOptions::of(classes);
     options.seed = seed;
     options.labelled = labelled;
     const auto classifiers = study::train_pattern_classifiers(c.causal, options);

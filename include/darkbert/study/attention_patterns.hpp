@@ -1,8 +1,9 @@
 #pragma once
 /// @file
 /// §3.1 of "Revealing the Dark Secrets of BERT", the section: every head's attention map on every example
-/// of a task is classified as vertical, diagonal, vertical + diagonal, block or heterogeneous by two
-/// classifiers — the transparent rules (study/pattern_rules.hpp) and the paper's CNN
+/// of a task is classified as vertical, diagonal, vertical + diagonal, block or heterogeneous (or, with the
+/// GPT-2 replication's classes, PatternClassifierOptions::replication(), as diagonal, block, overall or
+/// majority in sentence 1, by its rules and its batch-normalised CNN) by two classifiers — the transparent rules (study/pattern_rules.hpp) and the paper's CNN
 /// (study/pattern_cnn.hpp, trained on labelled maps: synthetic prototypes by default) — and counted: per
 /// head the share of each class and the majority class, per task the class proportions over all
 /// (head, example) maps (the paper's Figure 2), the two classifiers' agreement, and a few maps of each
@@ -21,14 +22,17 @@
 /// @code
 /// attention_patterns.json   every number: counts per head and class for both classifiers, their agreement,
 ///                           the CNN's evaluation, the example maps' index (load() reads this)
-/// head_classes.csv          layer,head,class,share_vertical,share_diagonal,share_vertical_diagonal,
-///                           share_block,share_heterogeneous (CNN; layers and heads from 0; class = the
-///                           majority, ties to the earlier class)
+/// head_classes.csv          layer,head,class, then share_<class> for each class of the scheme
+///                           (share_vertical,share_diagonal,share_vertical_diagonal,share_block,
+///                           share_heterogeneous for the paper's; share_diagonal,share_block,share_overall,
+///                           share_majority_first_sentence for the replication's) (CNN; layers and heads
+///                           from 0; class = the majority, ties to the earlier class)
 /// head_classes_rules.csv    the same for the rule classifier
 /// class_proportions.{csv,json,npy}  rows cnn, rules; columns the classes: share of all (head, example) maps
 /// classifier_agreement.{csv,json,npy}  rows the rules' class, columns the CNN's: counts of maps
 /// example_maps.npy          [count, s, s] float32, the kept maps resampled to s x s (attention values)
 /// example_maps.csv          index,class,layer,head,example,length
+/// pattern_classes.md        the classes with their written definitions, the rules, the CNN's training set
 /// class_proportions.{png,svg}      stacked bars: the class proportions of the CNN and of the rules
 /// example_maps_<class>.{png,svg}   the kept maps of one class, each scaled to its own maximum
 /// @endcode
@@ -62,8 +66,10 @@ namespace darkbert::study {
 
 // ------------------------------------------------------------------ the two classifiers
 
-/// How the classifiers are built.
+/// How the classifiers are built. The defaults are the paper's classes and CNN; replication() gives the GPT-2
+/// replication's four classes, their rules and its batch-normalised CNN.
 struct PatternClassifierOptions {
+  PatternClasses classes = PatternClasses::paper;  ///< which classes, hence which rules and prototypes
   std::filesystem::path labelled;       ///< a labelled-map folder to train and score the CNN on (empty: prototypes)
   std::size_t train_per_class = 300;    ///< prototypes per class to train on
   std::size_t held_out_per_class = 60;  ///< prototypes per class to score on
@@ -72,11 +78,24 @@ struct PatternClassifierOptions {
   PrototypeOptions prototypes;          ///< lengths of the prototypes (causal is set from the model)
   PatternCnnOptions cnn;                ///< the network's shape
   PatternCnnTraining training;          ///< epochs, batch, learning rate (its seed is replaced by `seed`)
-  PatternThresholds thresholds;         ///< the rules' cut-offs
+  PatternThresholds thresholds;         ///< the paper's rules' cut-offs
+  ReplicationThresholds replication_thresholds;  ///< the replication's rules' cut-offs
 
-  /// The small set of a quick run: 100 prototypes per class to train on (a few seconds), 30 held out.
-  static PatternClassifierOptions quick() {
+  /// The GPT-2 replication's classes (diagonal, block, overall, M1) with its CNN (PatternCnnOptions::replication).
+  static PatternClassifierOptions replication() {
     PatternClassifierOptions o;
+    o.classes = PatternClasses::replication;
+    o.cnn = PatternCnnOptions::replication();
+    return o;
+  }
+  /// The classes and CNN of `classes`: the defaults, or replication().
+  static PatternClassifierOptions of(PatternClasses classes) {
+    return classes == PatternClasses::paper ? PatternClassifierOptions{} : replication();
+  }
+  /// The small set of a quick run: 100 prototypes per class to train on (a few seconds for the paper's CNN,
+  /// ~20 s for the replication's), 30 held out.
+  static PatternClassifierOptions quick(PatternClasses classes = PatternClasses::paper) {
+    PatternClassifierOptions o = of(classes);
     o.train_per_class = 100;
     o.held_out_per_class = 30;
     return o;
@@ -98,22 +117,31 @@ inline std::string describe_rules(const PatternThresholds& t) {
          format_number(t.block) + ", block spread " + format_number(t.block_spread) + ", min length " +
          std::to_string(t.min_length);
 }
+inline std::string describe_rules(const ReplicationThresholds& t) {
+  return "ReplicationPatternRules: diagonal " + format_number(t.diagonal) + ", first sentence " +
+         format_number(t.first_sentence) + ", block " + format_number(t.block) + ", block spread " +
+         format_number(t.block_spread) + ", min length " + std::to_string(t.min_length);
+}
 }  // namespace detail
 
-/// The paper's rules with `o.thresholds`, and a CNN trained on `o.labelled` (when given) or on seeded
-/// prototypes (causal ones for a causal model), scored on held-out maps.
+/// The rules of `o.classes` (the paper's with `o.thresholds`, or the replication's with
+/// `o.replication_thresholds`), and a CNN of shape `o.cnn` trained on `o.labelled` (when given) or on seeded
+/// prototypes of those classes (causal ones for a causal model), scored on held-out maps.
 /// @code
 /// auto c = darkbert::study::train_pattern_classifiers(false, darkbert::study::PatternClassifierOptions::quick());
 /// std::cout << "CNN macro F1 " << c.evaluation.cnn.macro_f1 << "\n";
 /// @endcode
 inline PatternClassifiers train_pattern_classifiers(bool causal, const PatternClassifierOptions& o = {}) {
-  const PatternRules rules{o.thresholds};
-  const PatternScheme scheme = PatternRules::scheme();
+  const bool paper = o.classes == PatternClasses::paper;
+  const PatternRule rule =
+      paper ? PatternRules{o.thresholds}.rule() : ReplicationPatternRules{o.replication_thresholds}.rule();
+  const PatternScheme scheme = pattern_scheme(o.classes);
   PatternTrainingSet set;
   if (!o.labelled.empty()) {
     set = labelled_training_set(o.labelled, scheme, o.cnn.input_size, o.held_out_share, o.seed);
   } else {
     PrototypeSetOptions p;
+    p.classes = o.classes;
     p.train_per_class = o.train_per_class;
     p.held_out_per_class = o.held_out_per_class;
     p.seed = o.seed;
@@ -126,8 +154,10 @@ inline PatternClassifiers train_pattern_classifiers(bool causal, const PatternCl
   PatternCnnTraining training = o.training;
   training.seed = o.seed;
   cnn.train(set.train, training);
-  auto evaluation = evaluate_pattern_cnn(cnn, set, rules.rule());
-  return {scheme, rules.rule(), detail::describe_rules(o.thresholds), std::move(cnn), std::move(evaluation)};
+  auto evaluation = evaluate_pattern_cnn(cnn, set, rule);
+  return {scheme, rule,
+          paper ? detail::describe_rules(o.thresholds) : detail::describe_rules(o.replication_thresholds),
+          std::move(cnn), std::move(evaluation)};
 }
 
 // ------------------------------------------------------------------ the result
@@ -331,6 +361,17 @@ inline std::string head_classes_csv(const AttentionPatternResult& r, PatternClas
 
 inline std::string classifier_label(PatternClassifier c) { return c == PatternClassifier::cnn ? "CNN" : "rules"; }
 
+// The classes a result counts, defined in words, and the two classifiers that counted them.
+inline std::string pattern_classes_markdown(const AttentionPatternResult& r) {
+  std::string out = "# Attention-pattern classes (" + r.scheme.name + ")\n\n| class | figure label | definition |\n|---|---|---|\n";
+  for (std::size_t k = 0; k < r.scheme.names.size(); ++k)
+    out += "| `" + r.scheme.names[k] + "` | " + r.scheme.labels[k] + " | " + r.scheme.definitions[k] +
+           (r.scheme.two_segments[k] ? " (two-sentence inputs only)" : "") + " |\n";
+  out += "\nRules: " + r.rules + ".\n\nCNN: trained on " + r.evaluation.training_set + "; held-out macro F1 " +
+         format_number(r.evaluation.cnn.macro_f1) + " on " + r.evaluation.held_out_set + ".\n";
+  return out;
+}
+
 }  // namespace detail
 
 /// The class proportions of several tasks as one table: rows the tasks in the order given, columns the
@@ -414,6 +455,7 @@ inline void AttentionPatternResult::save(const std::filesystem::path& dir) const
                             {"summary", summary()}};
   write_file_atomically(dir / "attention_patterns.json", j.dump(1) + "\n");
   write_file_atomically(dir / "head_classes.csv", detail::head_classes_csv(*this, PatternClassifier::cnn));
+  write_file_atomically(dir / "pattern_classes.md", detail::pattern_classes_markdown(*this));
   write_file_atomically(dir / "head_classes_rules.csv", detail::head_classes_csv(*this, PatternClassifier::rules));
 
   auto proportions_table =
