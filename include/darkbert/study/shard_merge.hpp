@@ -86,13 +86,6 @@ inline bool same_bytes(const std::filesystem::path& a, const std::filesystem::pa
   return std::equal(std::istreambuf_iterator<char>(fa), {}, std::istreambuf_iterator<char>(fb), {});
 }
 
-inline std::string join_names(const std::vector<std::string>& names, std::size_t max_shown = 12) {
-  std::string s;
-  for (std::size_t i = 0; i < names.size() && i < max_shown; ++i) s += (i ? ", " : "") + names[i];
-  if (names.size() > max_shown) s += ", ... (" + std::to_string(names.size()) + " in all)";
-  return s;
-}
-
 // The table1 unit id a runs.csv row belongs to (study/study_plan.hpp names them so).
 inline std::string table1_unit_of(const FineTuneRow& r) {
   return "table1/" + r.task + "/" + r.setting + "/seed-" + std::to_string(r.seed);

@@ -30,6 +30,18 @@
 
 namespace darkbert::study {
 
+namespace detail {
+
+// "a, b, c", at most `max_shown` names, then how many in all: the units or ablations an error names.
+inline std::string join_names(const std::vector<std::string>& names, std::size_t max_shown = 12) {
+  std::string s;
+  for (std::size_t i = 0; i < names.size() && i < max_shown; ++i) s += (i ? ", " : "") + names[i];
+  if (names.size() > max_shown) s += ", ... (" + std::to_string(names.size()) + " in all)";
+  return s;
+}
+
+}  // namespace detail
+
 /// Which shard of how many: 1 <= index <= count.
 struct ShardSpec {
   int index = 1;  ///< K, counted from 1

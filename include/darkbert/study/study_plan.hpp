@@ -123,25 +123,6 @@ struct StudyRun {
 
 namespace detail {
 
-// FNV-1a over a file's bytes: the model's identity in the fingerprint (a different checkpoint at the same
-// path must not resume another's results).
-inline std::string file_digest(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  require(static_cast<bool>(in), file.string(), ": cannot open");
-  std::uint64_t h = 1469598103934665603ull;
-  std::vector<char> buffer(1 << 20);
-  while (in) {
-    in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
-    for (std::streamsize i = 0; i < in.gcount(); ++i) {
-      h ^= static_cast<unsigned char>(buffer[static_cast<std::size_t>(i)]);
-      h *= 1099511628211ull;
-    }
-  }
-  char text[17];
-  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(h));
-  return text;
-}
-
 inline std::vector<GlueTask> paper_tasks() {
   return {GlueTask::mrpc, GlueTask::stsb, GlueTask::sst2, GlueTask::qqp, GlueTask::rte, GlueTask::qnli, GlueTask::mnli};
 }
@@ -242,7 +223,7 @@ inline StudyPlan plan_study(const DataRoot& root, const ReproduceOptions& o) {
   const auto& s = run.sizes;
   run.fingerprint = {{"study", 1},
                      {"model", fs::absolute(run.model).lexically_normal().string()},
-                     {"model_digest", planned_config ? std::string("not trained yet") : detail::file_digest(run.model / "model.safetensors")},
+                     {"model_digest", planned_config ? std::string("not trained yet") : file_digest(run.model / "model.safetensors")},
                      {"tasks", task_names},
                      {"seeds", run.seeds},
                      {"learning_rate", run.learning_rate},

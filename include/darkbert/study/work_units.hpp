@@ -81,6 +81,25 @@ inline bool unit_done(const std::filesystem::path& dir) {
   return std::filesystem::is_regular_file(dir / detail::unit_done_file(), ec);
 }
 
+/// FNV-1a over a file's bytes, as 16 hex digits: a model's identity in a fingerprint (another checkpoint at
+/// the same path must not resume or merge with another's results).
+inline std::string file_digest(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  require(static_cast<bool>(in), file.string(), ": cannot open");
+  std::uint64_t h = 1469598103934665603ull;
+  std::vector<char> buffer(1 << 20);
+  while (in) {
+    in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+    for (std::streamsize i = 0; i < in.gcount(); ++i) {
+      h ^= static_cast<unsigned char>(buffer[static_cast<std::size_t>(i)]);
+      h *= 1099511628211ull;
+    }
+  }
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(h));
+  return text;
+}
+
 /// The top-level keys in which two fingerprints differ, comma-separated ("seeds, tasks"); empty when equal.
 inline std::string fingerprint_differences(const nlohmann::json& expected, const nlohmann::json& found) {
   std::string differing;
