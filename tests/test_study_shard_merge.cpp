@@ -160,6 +160,9 @@ TEST_CASE("merge_study_shards: missing, duplicated and foreign shards, and disag
   CHECK(message_of([&] { darkbert::study::merge_study_shards({s1, s2, base / "foreign"}, units, fingerprint, out); }) ==
         (base / "foreign").string() + ": shard 3/3 belongs to another study (model, seeds differ from this one's); merge "
                                       "shards run with the same --model, --seeds, --tasks, --lr and --quick");
+  // Into one of the shards' own folders.
+  CHECK(message_of([&] { darkbert::study::merge_study_shards({s1, s2, s3}, units, fingerprint, s2); }) ==
+        "merge: " + s2.string() + " is one of the shard folders; merge into another folder");
   // Not a shard folder; a unit listed but not finished; a shared file that differs.
   fs::create_directories(base / "empty");
   CHECK(message_of([&] { darkbert::study::merge_study_shards({s1, base / "empty"}, units, fingerprint, out); }).find(

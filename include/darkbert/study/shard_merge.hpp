@@ -107,6 +107,8 @@ inline MergeSummary merge_study_shards(const std::vector<std::filesystem::path>&
   std::vector<ShardManifest> manifests;
   std::map<std::string, fs::path> holder;  // unit id -> the shard folder that has it
   for (const auto& dir : dirs) {
+    std::error_code ec;
+    require(!fs::equivalent(dir, out, ec), "merge: ", out.string(), " is one of the shard folders; merge into another folder");
     auto m = read_shard_manifest(dir);
     const auto differing = fingerprint_differences(fingerprint, m.fingerprint);
     require(differing.empty(), dir.string(), ": shard ", m.index, "/", m.count, " belongs to another study (", differing,

@@ -216,7 +216,8 @@ inline StudyPlan plan_study(const DataRoot& root, const ReproduceOptions& o) {
       run.absent.push_back({detail::task_name(t), e.what()});
     }
   }
-  require(!run.tasks.empty(), "reproduce: none of the asked tasks has its data (", run.absent.front().reason, ")");
+  // Not require(): its message would read absent.front() even when every task is present.
+  if (run.tasks.empty()) fail("reproduce: none of the asked tasks has its data (", run.absent.front().reason, ")");
 
   std::vector<std::string> task_names;
   for (GlueTask t : run.tasks) task_names.push_back(detail::task_name(t));
