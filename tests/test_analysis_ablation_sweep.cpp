@@ -2,6 +2,7 @@
 // forward with that ablation gives.
 #include <doctest/doctest.h>
 
+#include <cmath>   // std::isnan
 #include <random>  // std::mt19937_64
 
 #include <xtensor/xsort.hpp>
@@ -72,6 +73,38 @@ TEST_CASE("prefix-cached sweep equals the naive sweep and direct forwards") {
   CHECK(cached.layer_scores[0] == direct({{0, darkbert::all_heads}}));
   CHECK(cached.set_scores[0] == direct({{0, 1}, {1, 2}}));
   CHECK(cached.baseline == direct({}));  // an empty head list ablates nothing
+}
+
+TEST_CASE("a range of the ablations scores exactly what the whole sweep does there, NaN elsewhere") {
+  const auto model = darkbert::Transformer<double>::load(darkbert::test::golden_dir() / "models" / "bert_seqcls3");
+  const auto batches = random_batches(2, 4, 11);
+  std::vector<double> labels = {0, 1, 2, 0, 1, 2, 0, 1};
+  darkbert::AblationSweep<double> sweep(model, batches, labels, accuracy);
+  sweep.set_show_progress(false);
+  const auto whole = sweep.run();
+  const int L = model.config().num_layers, H = model.config().num_heads;
+  REQUIRE(sweep.ablation_count() == static_cast<std::size_t>(L * H + L));
+  const auto blocks = sweep.ablation_blocks();
+  CHECK(blocks.front() == L);
+  CHECK(blocks[static_cast<std::size_t>(L * H)] == L);  // layer 0's ablation
+  CHECK(blocks.back() == 1);
+  const std::size_t begin = static_cast<std::size_t>(H) - 1, end = static_cast<std::size_t>(L * H) + 1;
+  sweep.set_ablation_range(begin, end);
+  const auto part = sweep.run();
+  CHECK(part.baseline == whole.baseline);
+  long ran = 0;
+  for (std::size_t a = begin; a < end; ++a) ran += blocks[a];
+  CHECK(part.block_evaluations == 2 * (L + ran));
+  for (int l = 0; l < L; ++l)
+    for (int h = 0; h < H; ++h) {
+      const auto a = static_cast<std::size_t>(l * H + h);
+      if (a >= begin && a < end) CHECK(part.head_scores(l, h) == whole.head_scores(l, h));
+      else CHECK(std::isnan(part.head_scores(l, h)));
+    }
+  CHECK(part.layer_scores[0] == whole.layer_scores[0]);
+  for (int l = 1; l < L; ++l) CHECK(std::isnan(part.layer_scores[static_cast<std::size_t>(l)]));
+  sweep.set_ablation_range(3, static_cast<std::size_t>(L * H + L) + 1);
+  CHECK_THROWS_WITH_AS(sweep.run(), doctest::Contains("ablation range [3, "), darkbert::error);
 }
 
 TEST_CASE("the sweep refuses models without a classifier and mismatched labels") {

@@ -106,6 +106,30 @@ TEST_CASE("canvas SVG: text is real, escaped <text>; sharp images are enlarged a
   CHECK(std::string(image.attribute("style").value()) == "image-rendering:pixelated");
 }
 
+TEST_CASE("canvas SVG: the same figure gives the same bytes, whatever was drawn before (ids numbered per file)") {
+  auto draw = [] {
+    viz::Canvas c(viz::FileFormat::svg, 120, 60, 1, "t.svg");
+    const std::vector<std::uint32_t> pixels(4, viz::pixel({0, 0, 1}));
+    c.image({10, 10, 40, 40}, 2, 2, pixels, false);
+    c.text("x", 5, 20, {9, false}, viz::HAlign::left, viz::VAlign::middle, 0, {0, 0, 0});
+    return c.finish("t.svg");
+  };
+  const std::string first = draw();
+  (void)draw();  // cairo's process-wide surface counters move on
+  const std::string again = draw();
+  CHECK(again == first);
+  CHECK(first.find("id=\"image1\"") != std::string::npos);
+  CHECK(first.find("\"#image1\"") != std::string::npos);  // the reference follows its id
+  pugi::xml_document doc;
+  CHECK(doc.load_string(first.c_str()));
+  // Unit: ids renumbered per prefix in document order, references with them; other text untouched.
+  std::string svg = "<g id=\"surface77\"><use xlink:href=\"#image9\"/><image id=\"image9\"/><rect fill=\"url(#surface77)\" "
+                    "x=\"surface77\"/></g><text>surface77</text>";
+  viz::renumber_svg_ids(svg);
+  CHECK(svg == "<g id=\"surface1\"><use xlink:href=\"#image1\"/><image id=\"image1\"/><rect fill=\"url(#surface1)\" "
+               "x=\"surface1\"/></g><text>surface77</text>");
+}
+
 TEST_CASE("canvas PDF starts with the PDF header") {
   viz::Canvas c(viz::FileFormat::pdf, 100, 100, 1, "t.pdf");
   c.text("x", 10, 10, {9, false}, viz::HAlign::left, viz::VAlign::top);

@@ -1,8 +1,12 @@
 // darkbert reproduce --out DIR [--quick] [--model DIR] [--seeds N] [--tasks MRPC,STS-B,...] [--lr 5e-4]
+// darkbert reproduce ... --shard K/N|auto --out SHARD_DIR       one shard's units, no report
+// darkbert reproduce ... --merge SHARD_DIR... --out DIR         the shards checked, merged, and the report
+// darkbert reproduce ... --plan --ranks N                       the units, their costs, the shards, the time
 //
 // "Revealing the Dark Secrets of BERT" end to end (study/reproduce.hpp): Table 1 and every section on every
 // available task, then the findings report (report.md, report.html, summary.json) beside the CSV, .npy and
-// figure files each section wrote. A killed run resumes where it stopped.
+// figure files each section wrote. A killed run resumes where it stopped. On a cluster (docs/cluster.md) the
+// same units run as N shards (study/shard_plan.hpp), merged into the single run's folder.
 
 #include <CLI/CLI.hpp>
 
@@ -15,6 +19,7 @@
 
 #include "commands.hpp"
 #include "darkbert/study/reproduce.hpp"
+#include "darkbert/study/shard_plan.hpp"
 
 namespace darkbert::cli {
 
@@ -24,7 +29,31 @@ struct ReproduceCommand {
   int seeds = 3;
   double lr = 5e-4;
   bool quick = false, quiet = false, check = false;
+  std::string shard;                          // K/N or auto
+  std::vector<std::filesystem::path> merge;   // shard folders
+  bool plan = false;
+  int ranks = 1;
 };
+
+namespace {
+
+// --plan: every unit with its estimated cost and shard, each shard's load, and the predicted wall time.
+void print_plan(const study::StudyPlan& plan, int ranks) {
+  const auto shards = study::plan_shards(plan.units, ranks);
+  std::printf("%-40s %10s %6s  %s\n", "unit", "cost (s)", "shard", "group");
+  for (std::size_t i = 0; i < plan.units.size(); ++i)
+    std::printf("%-40s %10.1f %3d/%-2d  %s\n", plan.units[i].id.c_str(), plan.units[i].cost, shards.shard_of[i], ranks,
+                plan.units[i].group.c_str());
+  for (int k = 1; k <= ranks; ++k)
+    std::printf("shard %d/%d: %zu units, %.0f s\n", k, ranks, shards.units_of(k).size(), shards.load[static_cast<std::size_t>(k - 1)]);
+  std::printf("units: %zu in %zu dependency groups; one rank: %.0f s\n", plan.units.size(), shards.groups, shards.total);
+  std::printf("predicted on %d ranks: %.0f s (critical path: the costliest group, %.0f s; balance %.2f; speed-up %.2f)\n",
+              ranks, shards.makespan, shards.critical_path, shards.balance(),
+              shards.makespan > 0 ? shards.total / shards.makespan : 1.0);
+  std::printf("costs are seconds on two cores per rank; the report and each rank's start-up are not counted\n");
+}
+
+}  // namespace
 
 void add_reproduce_command(CLI::App& app) {
   auto o = std::make_shared<ReproduceCommand>();
@@ -32,7 +61,8 @@ void add_reproduce_command(CLI::App& app) {
                                               "and the findings report");
   cmd->footer("Example: darkbert reproduce --out study            (the default model; about 45 minutes once it is cached)\n"
               "         darkbert reproduce --out quick --quick    (every step on tiny sizes, in minutes)");
-  cmd->add_option("--out", o->out, "Study folder: report.md, report.html, summary.json, units/, table1/ (resumed if it exists)")->required();
+  cmd->add_option("--out", o->out, "Study folder: report.md, report.html, summary.json, units/, table1/ (resumed if it exists); "
+                                   "with --shard, the shard's folder");
   cmd->add_option("--model", o->model, "Pretrained BERT-family checkpoint folder (default: darkbert's study model, "
                                        "pretrained into the cache on first use)")->check(CLI::ExistingDirectory);
   cmd->add_option("--seeds", o->seeds, "Fine-tuning seeds per task and setting")->capture_default_str()->check(CLI::PositiveNumber);
@@ -40,15 +70,38 @@ void add_reproduce_command(CLI::App& app) {
   cmd->add_option("--lr", o->lr, "Fine-tuning peak learning rate (BERT-base used 2e-5; small models need ~5e-4)")->capture_default_str();
   cmd->add_flag("--quick", o->quick, "Tiny sizes (and a seconds-long model if none is given): checks every step in minutes");
   cmd->add_flag("--quiet", o->quiet, "No progress bars");
+  cmd->add_option("--shard", o->shard, "Run only shard K of N (K counted from 1, e.g. 2/3) into --out and write its shard.json, "
+                                       "no report; 'auto': K and N from the Slurm job array (SLURM_ARRAY_TASK_ID/COUNT/MIN)");
+  cmd->add_option("--merge", o->merge, "Merge these shard folders (every shard of one study, any order) into --out and write "
+                                       "the report")->check(CLI::ExistingDirectory);
+  cmd->add_flag("--plan", o->plan, "Print the units, their estimated costs, the shards for --ranks and the predicted wall "
+                                   "time; runs nothing");
+  cmd->add_option("--ranks", o->ranks, "Ranks (shards) for --plan")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_flag("--check", o->check, "Then check the folder: every file parses, every figure decodes, every number of "
                                      "report.md is in summary.json (fails naming each problem)");
   cmd->callback([o] {
+    require(int(!o->shard.empty()) + int(!o->merge.empty()) + int(o->plan) <= 1, "reproduce: give one of --shard, --merge, --plan");
+    require(o->plan || !o->out.empty(), "reproduce: --out is required");
+    require(!o->check || (o->shard.empty() && !o->plan), "reproduce: --check checks a report; a shard or a plan has none");
     study::ReproduceOptions options{.out = o->out, .model = o->model, .seeds = o->seeds, .quick = o->quick,
                                     .learning_rate = o->lr, .show_progress = !o->quiet, .log = &std::cerr};
     for (const auto& t : o->tasks) options.tasks.push_back(parse_glue_task(t));
-    const auto run = study::reproduce(options);
-    std::printf("study: %s\nunits: %zu computed now, %zu resumed, %.0f s\nreport: %s, %s, %s\n", run.model_description.c_str(),
-                run.units.ran, run.units.resumed, run.seconds, (o->out / "report.md").string().c_str(),
+    if (o->plan) {
+      options.plan_only = true, options.log = nullptr;
+      if (options.out.empty()) options.out = "study";  // names the folders; nothing is written
+      print_plan(study::plan_study(DataRoot::from_environment(), options), o->ranks);
+      return;
+    }
+    if (!o->shard.empty()) {
+      const auto shard = o->shard == "auto" ? study::shard_from_slurm() : study::parse_shard_spec(o->shard);
+      const auto run = study::reproduce_shard(options, shard);
+      std::printf("study: %s\nshard %d/%d: %zu computed now, %zu resumed, %.0f s\nmanifest: %s\n", run.model_description.c_str(),
+                  shard.index, shard.count, run.units.ran, run.units.resumed, run.seconds, (o->out / "shard.json").string().c_str());
+      return;
+    }
+    const auto run = o->merge.empty() ? study::reproduce(options) : study::merge_study(options, o->merge);
+    std::printf("study: %s\nunits: %zu computed %s, %zu resumed, %.0f s\nreport: %s, %s, %s\n", run.model_description.c_str(),
+                run.units.ran, o->merge.empty() ? "now" : "by the shards", run.units.resumed, run.seconds, (o->out / "report.md").string().c_str(),
                 (o->out / "report.html").string().c_str(), (o->out / "summary.json").string().c_str());
     if (!o->check) return;
     const auto problems = study::check_report(o->out);

@@ -1,5 +1,7 @@
 // darkbert sweep --model DIR --task TASK [--max-examples N] [--out DIR] [--naive] [--batch-size 16]
 //                [--max-length 128] [--policy uniform|zero] [--tokenizer DIR] [--quiet]
+// darkbert sweep ... --shard K/N|auto --out SHARD_DIR        one range of the ablations (sweep_shard.json)
+// darkbert sweep ... --merge SHARD_DIR... --out DIR          the shards checked and merged: the single run's files
 //
 // The paper's §3.6 experiment on one GLUE task: evaluate the task metric of a fine-tuned classifier
 // with no ablation, with each head disabled, and with each layer disabled, on the task's evaluation
@@ -8,13 +10,16 @@
 // --out, writes head_scores / layer_scores as CSV, JSON and .npy, summary.json (= disable_heads.json), and
 // a heatmap of the change against the baseline (head_scores_delta.png and .svg). The sweep and its result
 // are study/disable_heads.hpp's, the code of the §3.6 example and `darkbert reproduce`; this command
-// keeps its own data slice (the first N evaluation rows).
+// keeps its own data slice (the first N evaluation rows). Split over N processes (study/sweep_shards.hpp),
+// each shard runs a range of the ablations and the merge writes what a single run writes.
 
 #include <CLI/CLI.hpp>
 
 #include <cstdio>      // std::printf
 #include <filesystem>  // std::filesystem::path
+#include <optional>    // std::optional
 #include <string>      // std::string
+#include <utility>     // std::pair
 #include <vector>      // std::vector
 
 #include <nlohmann/json.hpp>
@@ -23,6 +28,9 @@
 #include "darkbert/core/atomic_file.hpp"
 #include "darkbert/data/glue.hpp"
 #include "darkbert/study/disable_heads.hpp"
+#include "darkbert/study/shard_plan.hpp"
+#include "darkbert/study/sweep_shards.hpp"
+#include "darkbert/study/work_units.hpp"
 #include "darkbert/train/labelled_texts.hpp"
 
 namespace darkbert::cli {
@@ -34,7 +42,28 @@ struct SweepOptions {
   std::size_t batch_size = 16;
   std::size_t max_length = 128;
   bool naive = false, quiet = false;
+  std::string shard;                         // K/N or auto
+  std::vector<std::filesystem::path> merge;  // shard folders
 };
+
+// Everything a sweep's scores depend on: a shard of other options is refused by the merge.
+inline nlohmann::json sweep_fingerprint(const SweepOptions& o) {
+  auto absolute = [](const std::filesystem::path& p) { return std::filesystem::absolute(p).lexically_normal().string(); };
+  return {{"sweep", 1}, {"model", absolute(o.model)}, {"model_digest", study::file_digest(o.model / "model.safetensors")},
+          {"tokenizer", absolute(o.tokenizer.empty() ? o.model : o.tokenizer)}, {"task", std::string(glue_task_info(parse_glue_task(o.task)).name)},
+          {"max_examples", o.max_examples}, {"batch_size", o.batch_size}, {"max_length", o.max_length}, {"policy", o.policy}};
+}
+
+// The files of a sweep: tables, heatmap, summary.json.
+inline void write_sweep_files(const study::DisableHeadsResult& r, const std::filesystem::path& out) {
+  r.save(out);
+  study::write_head_change_figure(out / "head_scores_delta", r.head_change(),
+                                  "Change in " + r.metric + " when one head is disabled (" + r.policy + ")", r.metric);
+  write_file_atomically(out / "summary.json", r.summary().dump(2) + "\n");
+  std::printf("wrote %s/{head_scores,layer_scores}.{csv,json,npy}, head_scores_delta.{png,svg}, disable_heads.json, "
+              "summary.json\n",
+              out.string().c_str());
+}
 
 inline void print_sweep(const study::DisableHeadsResult& r) {
   std::printf("baseline %s = %.4f\nhead ablations (rows = layers, columns = heads):\n", r.metric.c_str(), r.baseline);
@@ -64,9 +93,21 @@ inline void run_sweep_command(const SweepOptions& o) {
               std::string(info.name).c_str(), provenance.c_str(), o.model.string().c_str(), model.config().num_layers,
               model.config().num_heads, texts.size(), batches, metric.c_str(), o.policy.c_str());
 
+  std::optional<study::ShardSpec> shard;
+  if (!o.shard.empty()) shard = o.shard == "auto" ? study::shard_from_slurm() : study::parse_shard_spec(o.shard);
+  const auto blocks = study::sweep_ablation_blocks(model.config().num_layers, model.config().num_heads);
+  std::optional<std::pair<std::size_t, std::size_t>> range;
+  if (shard) range = study::sweep_shard_range(blocks, *shard);
   const auto r = study::disable_heads(model, task, texts, tokenizer.pad_id(), provenance,
                                       {.policy = o.policy, .batch_size = o.batch_size, .show_progress = !o.quiet,
-                                       .naive_check = o.naive, .model = o.model.string()});
+                                       .naive_check = o.naive, .model = o.model.string(), .ablations = range});
+  if (shard) {
+    study::write_sweep_shard(o.out, r, sweep_fingerprint(o), *shard, *range,
+                             static_cast<long>(batches) * model.config().num_layers);
+    std::printf("shard %d/%d: ablations %zu to %zu of %zu, %.2f s\nwrote %s\n", shard->index, shard->count, range->first,
+                range->second, blocks.size(), r.seconds, (o.out / "sweep_shard.json").string().c_str());
+    return;
+  }
   print_sweep(r);
   std::printf("prefix-cached sweep: %.2f s (%ld transformer blocks)\n", r.seconds, r.block_evaluations);
   if (o.naive) {
@@ -77,15 +118,15 @@ inline void run_sweep_command(const SweepOptions& o) {
                 double(r.naive_block_evaluations) / double(r.block_evaluations), same ? "identical" : "DIFFER (bug!)");
     if (!same) fail("the prefix-cached and naive sweeps disagree");
   }
-  if (!o.out.empty()) {
-    r.save(o.out);
-    study::write_head_change_figure(o.out / "head_scores_delta", r.head_change(),
-                                    "Change in " + metric + " when one head is disabled (" + o.policy + ")", metric);
-    write_file_atomically(o.out / "summary.json", r.summary().dump(2) + "\n");
-    std::printf("wrote %s/{head_scores,layer_scores}.{csv,json,npy}, head_scores_delta.{png,svg}, disable_heads.json, "
-                "summary.json\n",
-                o.out.string().c_str());
-  }
+  if (!o.out.empty()) write_sweep_files(r, o.out);
+}
+
+// --merge: the shards checked against this sweep's options, then the single run's files.
+inline void merge_sweep_command(const SweepOptions& o) {
+  const auto r = study::merge_sweep_shards(o.merge, sweep_fingerprint(o));
+  std::printf("merged %zu shards: %ld transformer blocks, %.2f s in all\n", o.merge.size(), r.block_evaluations, r.seconds);
+  print_sweep(r);
+  write_sweep_files(r, o.out);
 }
 
 void add_sweep_command(CLI::App& app) {
@@ -103,7 +144,17 @@ void add_sweep_command(CLI::App& app) {
   cmd->add_option("--out", o->out, "Write tables (CSV, JSON, .npy), a heatmap and summary.json here");
   cmd->add_flag("--naive", o->naive, "Also run the naive sweep (no prefix cache) and print the speed-up");
   cmd->add_flag("--quiet", o->quiet, "No progress bar");
-  cmd->callback([o] { run_sweep_command(*o); });
+  cmd->add_option("--shard", o->shard, "Run only shard K of N of the ablations (K counted from 1, e.g. 2/3) and write "
+                                       "sweep_shard.json into --out; 'auto': K and N from the Slurm job array");
+  cmd->add_option("--merge", o->merge, "Merge these sweep shard folders (same options) into --out: the files of a single run")
+      ->check(CLI::ExistingDirectory);
+  cmd->callback([o] {
+    require(o->shard.empty() || o->merge.empty(), "sweep: give --shard or --merge, not both");
+    require((o->shard.empty() && o->merge.empty()) || !o->out.empty(), "sweep: --shard and --merge need --out");
+    require(!o->naive || (o->shard.empty() && o->merge.empty()), "sweep: --naive compares whole sweeps; not with --shard or --merge");
+    if (!o->merge.empty()) return merge_sweep_command(*o);
+    run_sweep_command(*o);
+  });
 }
 
 }  // namespace darkbert::cli

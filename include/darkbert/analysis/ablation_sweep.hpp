@@ -14,9 +14,17 @@
 /// Per batch this costs sum over ablations of (layers - l) blocks instead of layers blocks each; for a full
 /// 12 x 12 sweep with layer ablations that is 1026 instead of 1884 block evaluations (1.84x fewer).
 /// `run_naive()` recomputes every ablation from the embeddings, for comparison; both give identical numbers.
+///
+/// One sweep split over processes: set_ablation_range(begin, end) runs a contiguous part of the ablation list
+/// (heads layer-major, then layers, then added sets); every part scores the same baseline, and the parts'
+/// scores put side by side are the whole sweep's, bit for bit (each ablation's forward does not depend on
+/// which others run).
 
 #include <chrono>      // std::chrono::steady_clock
 #include <functional>  // std::function
+#include <limits>      // std::numeric_limits (ablations outside the range)
+#include <optional>    // std::optional
+#include <utility>     // std::pair
 #include <string>      // std::string
 #include <vector>      // std::vector
 
@@ -66,6 +74,17 @@ class AblationSweep {
   void add_head_set(std::vector<HeadRef> heads) { sets_.push_back(std::move(heads)); }
   /// Whether to draw a progress bar on stderr.
   void set_show_progress(bool show) { show_progress_ = show; }
+  /// Runs only ablations [begin, end) of the list (every head layer-major, every layer, every added set);
+  /// the others score NaN. For a sweep split over processes (study/sweep_shards.hpp).
+  void set_ablation_range(std::size_t begin, std::size_t end) { range_ = std::pair{begin, end}; }
+  /// Ablations in the full list.
+  std::size_t ablation_count() const { return ablations().size(); }
+  /// Transformer blocks each ablation runs per batch with the prefix cache: its share of the sweep's cost.
+  std::vector<long> ablation_blocks() const {
+    std::vector<long> blocks;
+    for (const auto& a : ablations()) blocks.push_back(model_.config().num_layers - a.first_layer);
+    return blocks;
+  }
 
   /// Runs the sweep, resuming each ablation from the cached hidden states below its layer.
   SweepResult run() const { return sweep(true); }
@@ -96,11 +115,14 @@ class AblationSweep {
   SweepResult sweep(bool cached) const {
     const auto& c = model_.config();
     const auto list = ablations();
+    const std::size_t begin = range_ ? range_->first : 0, end = range_ ? range_->second : list.size();
+    require(begin <= end && end <= list.size(), "AblationSweep: ablation range [", begin, ", ", end, ") outside the ",
+            list.size(), " ablations");
     std::vector<std::vector<double>> predictions(list.size());
     std::vector<double> baseline;
     SweepResult result;
     Progress progress(cached ? "sweep (prefix-cached)" : "sweep (naive)",
-                      static_cast<long>(batches_.size() * (list.size() + 1)), show_progress_);
+                      static_cast<long>(batches_.size() * (end - begin + 1)), show_progress_);
     ForwardResult<T> base, ablated;  // reused buffers across the whole sweep
     if (!batches_.empty()) model_.forward_into(batches_.front(), {}, base);  // warm-up, outside the timing
     const auto start = std::chrono::steady_clock::now();
@@ -113,7 +135,7 @@ class AblationSweep {
       append_sequence_predictions(base, baseline);
       result.block_evaluations += c.num_layers;
       progress.advance();
-      for (std::size_t a = 0; a < list.size(); ++a) {
+      for (std::size_t a = begin; a < end; ++a) {
         MaskingPolicies<T> policies;
         policies.add(policy_, list[a].heads);
         ForwardOptions<T> ablate = options;
@@ -134,11 +156,14 @@ class AblationSweep {
     result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     result.baseline = metric_(baseline, labels_);
     result.head_scores.resize(c.num_layers, c.num_heads);
+    auto score = [&](std::size_t a) {
+      return a >= begin && a < end ? metric_(predictions[a], labels_) : std::numeric_limits<double>::quiet_NaN();
+    };
     std::size_t a = 0;
     for (int l = 0; l < c.num_layers; ++l)
-      for (int h = 0; h < c.num_heads; ++h) result.head_scores(l, h) = metric_(predictions[a++], labels_);
-    for (int l = 0; l < c.num_layers; ++l) result.layer_scores.push_back(metric_(predictions[a++], labels_));
-    for (std::size_t s = 0; s < sets_.size(); ++s) result.set_scores.push_back(metric_(predictions[a++], labels_));
+      for (int h = 0; h < c.num_heads; ++h) result.head_scores(l, h) = score(a++);
+    for (int l = 0; l < c.num_layers; ++l) result.layer_scores.push_back(score(a++));
+    for (std::size_t s = 0; s < sets_.size(); ++s) result.set_scores.push_back(score(a++));
     return result;
   }
 
@@ -149,6 +174,7 @@ class AblationSweep {
   MaskingPolicy<T> policy_;
   std::vector<std::vector<HeadRef>> sets_;
   bool show_progress_ = true;
+  std::optional<std::pair<std::size_t, std::size_t>> range_;  // set_ablation_range
 };
 
 }  // namespace darkbert

@@ -29,6 +29,7 @@
 #include <filesystem>  // std::filesystem::path
 #include <limits>      // std::numeric_limits
 #include <optional>    // std::optional
+#include <utility>     // std::pair
 #include <string>      // std::string
 #include <vector>      // std::vector
 
@@ -57,6 +58,9 @@ struct DisableHeadsOptions {
   bool show_progress = false;        ///< a progress bar on stderr
   bool naive_check = false;          ///< also run the sweep without the prefix cache and compare the scores
   std::string model;                 ///< where the model came from (recorded as given)
+  /// Only ablations [first, second) of the list (every head layer-major, then every layer); the others are
+  /// NaN. A part of a sweep split over processes (study/sweep_shards.hpp).
+  std::optional<std::pair<std::size_t, std::size_t>> ablations;
 };
 
 /// Throws unless `model` has a sequence classifier with the outputs `task` needs; `where` names the model.
@@ -157,6 +161,7 @@ DisableHeadsResult disable_heads(const Transformer<T>& model, GlueTask task, con
   AblationSweep<T> sweep(model, batches, texts.labels, glue_metric_function(metric),
                          disabling_policy<T>(options.policy));
   sweep.set_show_progress(options.show_progress);
+  if (options.ablations) sweep.set_ablation_range(options.ablations->first, options.ablations->second);
   const SweepResult r = sweep.run();
   DisableHeadsResult out;
   out.task = std::string(info.name);

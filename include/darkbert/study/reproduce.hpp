@@ -4,15 +4,26 @@
 /// plan (study/study_plan.hpp), its units run or resumed (study/work_units.hpp), and the findings report
 /// written from the result files (study/findings.hpp).
 ///
+/// On many machines, each shard runs a share of the units into its own folder and one merge writes the
+/// report (study/shard_plan.hpp, study/shard_merge.hpp); the merged folder is the single run's, file for file,
+/// apart from wall times.
+///
 /// @code
 /// auto run = darkbert::study::reproduce({.out = "study", .model = "bert-base-uncased/", .seeds = 3});
 /// // study/report.md, study/report.html, study/summary.json
+/// darkbert::study::reproduce_shard({.out = "s2", .quick = true}, {.index = 2, .count = 2});  // on machine 2
+/// darkbert::study::merge_study({.out = "study", .quick = true}, {"s1", "s2"});             // then, anywhere
 /// @endcode
 
-#include <chrono>  // std::chrono::steady_clock
+#include <chrono>      // std::chrono::steady_clock
+#include <filesystem>  // std::filesystem::path
+#include <string>      // std::string
+#include <vector>      // std::vector
 
 #include "darkbert/data/root.hpp"
 #include "darkbert/study/findings.hpp"
+#include "darkbert/study/shard_merge.hpp"
+#include "darkbert/study/shard_plan.hpp"
 #include "darkbert/study/study_plan.hpp"
 #include "darkbert/study/work_units.hpp"
 
@@ -27,6 +38,50 @@ inline StudyRun reproduce(const ReproduceOptions& options) {
     *options.log << "reproduce: " << plan.units.size() << " units into " << (options.out / "units").string() << "\n";
   plan.run.units = run_units(plan.units, options.out / "units", plan.run.fingerprint,
                              {.label = "study", .show_progress = options.show_progress});
+  plan.run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  write_findings(root, plan.run);
+  return plan.run;
+}
+
+/// Runs shard `shard` of the study into `options.out` (resumed like a whole run) and writes its shard.json;
+/// no report (merge_study writes it from every shard).
+inline StudyRun reproduce_shard(const ReproduceOptions& options, ShardSpec shard) {
+  const auto start = std::chrono::steady_clock::now();
+  const auto root = DataRoot::from_environment();
+  auto plan = plan_study(root, options);
+  const auto shards = plan_shards(plan.units, shard.count);
+  std::vector<WorkUnit> mine;
+  ShardManifest manifest{.fingerprint = plan.run.fingerprint, .index = shard.index, .count = shard.count};
+  for (std::size_t i : shards.units_of(shard.index)) {
+    mine.push_back(plan.units[i]);
+    manifest.units.push_back(plan.units[i].id);
+  }
+  if (options.log)
+    *options.log << "reproduce: shard " << shard.index << "/" << shard.count << ", " << mine.size() << " of "
+                 << plan.units.size() << " units into " << (options.out / "units").string() << "\n";
+  std::error_code ec;
+  std::filesystem::remove(options.out / "shard.json", ec);  // the folder is a finished shard only when it is rewritten
+  plan.run.units = run_units(mine, options.out / "units", plan.run.fingerprint,
+                             {.label = "shard " + std::to_string(shard.index) + "/" + std::to_string(shard.count),
+                              .show_progress = options.show_progress});
+  manifest.ran = plan.run.units.ran, manifest.resumed = plan.run.units.resumed;
+  write_shard_manifest(options.out, manifest);
+  plan.run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return plan.run;
+}
+
+/// Merges the shard folders `shards` into `options.out` (checked against the plan `options` gives:
+/// study/shard_merge.hpp) and writes the report from them. Returns the run, its `units` counting what the
+/// shards computed.
+inline StudyRun merge_study(const ReproduceOptions& options, const std::vector<std::filesystem::path>& shards) {
+  const auto start = std::chrono::steady_clock::now();
+  const auto root = DataRoot::from_environment();
+  auto plan = plan_study(root, options);
+  const auto merged = merge_study_shards(shards, plan.units, plan.run.fingerprint, options.out);
+  if (options.log)
+    *options.log << "reproduce: merged " << merged.units << " units from " << merged.shards << " shards into "
+                 << options.out.string() << "\n";
+  plan.run.units = {.ran = merged.ran, .resumed = merged.resumed};
   plan.run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   write_findings(root, plan.run);
   return plan.run;

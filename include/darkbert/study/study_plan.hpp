@@ -24,8 +24,11 @@
 /// relations/<TASK>                   §3.5 on the seed-1 fine-tuned model
 /// disable/<TASK>/seed-<k>            §3.6 every head and layer disabled in fine-tuned seed k
 /// @endcode
-/// A killed run resumes at the first unfinished unit; units are independent files, so a later step can run
-/// them on many machines and merge the folders.
+/// A killed run resumes at the first unfinished unit. A unit that reads a fine-tuned checkpoint is in the
+/// group of the unit that writes it (`checkpoint/<TASK>/seed-<k>`), so the units spread over machines as
+/// shards that never read each other's files (study/shard_plan.hpp) and merge into this folder
+/// (study/shard_merge.hpp). Result files name a checkpoint relative to the study folder, and a quick run's
+/// model lives in the cache, so the files do not depend on where the folder is.
 
 #include <algorithm>   // std::max
 #include <cstdint>     // std::uint64_t
@@ -36,11 +39,13 @@
 #include <optional>    // std::optional
 #include <ostream>     // std::ostream
 #include <string>      // std::string
+#include <utility>     // std::pair
 #include <vector>      // std::vector
 
 #include <nlohmann/json.hpp>
 
 #include "darkbert/core/error.hpp"
+#include "darkbert/core/file_lock.hpp"  // FileLock (the quick model)
 #include "darkbert/data/annotator.hpp"
 #include "darkbert/data/glue.hpp"
 #include "darkbert/data/root.hpp"
@@ -53,9 +58,11 @@
 #include "darkbert/study/linguistic_features.hpp"
 #include "darkbert/study/task_inputs.hpp"
 #include "darkbert/study/token_relations.hpp"
+#include "darkbert/study/unit_costs.hpp"
 #include "darkbert/study/work_units.hpp"
 #include "darkbert/tokenizer/tokenizer.hpp"
 #include "darkbert/train/default_models.hpp"
+#include "darkbert/train/pretraining_recipe.hpp"  // recipe_config (plan_only)
 
 namespace darkbert::study {
 
@@ -88,6 +95,8 @@ struct ReproduceOptions {
   std::optional<StudySizes> sizes;            ///< instead of the full or quick sizes
   bool show_progress = true;                  ///< progress bars on stderr
   std::ostream* log = nullptr;                ///< what happens (may be null)
+  bool plan_only = false;                     ///< list the units only: no folder made, no model trained or read
+                                              ///< beyond its config (an absent default or quick model: its recipe's)
 };
 
 /// A task the study wanted and could not read.
@@ -114,44 +123,50 @@ struct StudyRun {
 
 namespace detail {
 
-// FNV-1a over a file's bytes: the model's identity in the fingerprint (a different checkpoint at the same
-// path must not resume another's results).
-inline std::string file_digest(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  require(static_cast<bool>(in), file.string(), ": cannot open");
-  std::uint64_t h = 1469598103934665603ull;
-  std::vector<char> buffer(1 << 20);
-  while (in) {
-    in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
-    for (std::streamsize i = 0; i < in.gcount(); ++i) {
-      h ^= static_cast<unsigned char>(buffer[static_cast<std::size_t>(i)]);
-      h *= 1099511628211ull;
-    }
-  }
-  char text[17];
-  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(h));
-  return text;
-}
-
 inline std::vector<GlueTask> paper_tasks() {
   return {GlueTask::mrpc, GlueTask::stsb, GlueTask::sst2, GlueTask::qqp, GlueTask::rte, GlueTask::qnli, GlueTask::mnli};
 }
 
 inline std::string task_name(GlueTask t) { return std::string(glue_task_info(t).name); }
 
-// The seconds-long model of a quick run without --model: the tiny recipe, cached in the study folder.
-inline std::filesystem::path quick_model(const DataRoot& root, const std::filesystem::path& out, std::ostream* log,
-                                         bool show_progress) {
-  namespace fs = std::filesystem;
-  const fs::path dir = out / "quick-model";
-  if (fs::exists(dir / "model.safetensors") && fs::exists(dir / "config.json")) return dir;
+// The recipe of a quick run's seconds-long model.
+inline PretrainRecipe quick_model_recipe() {
   auto recipe = named_recipe("tiny", "bert");
   recipe.layers = 2, recipe.heads = 4, recipe.steps = 120, recipe.max_documents = 400, recipe.probe_pairs = 8;
   recipe.eval_every = 120, recipe.checkpoint_every = 120;
+  return recipe;
+}
+
+// Where a quick run's model is cached: one folder for every quick study using this cache, so that the shards
+// of one study (study/shard_plan.hpp) analyse the same model at the same path.
+inline std::filesystem::path quick_model_dir(const DataRoot& root) { return root.cache_dir() / "models" / "quick-study-bert-v1"; }
+
+// The seconds-long model of a quick run without --model: the tiny recipe, trained in `<dir>.partial` under a
+// lock (shards starting at once take turns) and renamed into place, so the folder is absent or whole.
+inline std::filesystem::path quick_model(const DataRoot& root, std::ostream* log, bool show_progress) {
+  namespace fs = std::filesystem;
+  const fs::path dir = quick_model_dir(root);
+  auto done = [&] { return fs::exists(dir / "model.safetensors") && fs::exists(dir / "config.json"); };
+  if (done()) return dir;
+  fs::create_directories(dir.parent_path());
+  const FileLock lock(fs::path(dir.string() + ".lock"));
+  if (done()) return dir;  // trained by another process while this one waited
+  const fs::path partial = dir.string() + ".partial";
   if (log) *log << "reproduce --quick: pretraining a seconds-long model (tiny recipe, 120 steps) into " << dir.string() << "\n";
-  run_pretraining(root, {.out = dir, .recipe = recipe, .resume = true, .show_progress = show_progress, .log = log});
-  fs::remove_all(dir / "checkpoint");
+  run_pretraining(root, {.out = partial, .recipe = quick_model_recipe(), .resume = true, .show_progress = show_progress, .log = log});
+  fs::remove_all(partial / "checkpoint");
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  fs::rename(partial, dir);
   return dir;
+}
+
+// How a path appears in the study's result files: relative to the study folder when inside it (a fine-tuned
+// checkpoint), so that the files do not depend on where the folder is, and shards merge into any folder.
+inline std::string shown_path(const std::filesystem::path& p, const std::filesystem::path& out) {
+  const auto rel = std::filesystem::absolute(p).lexically_normal().lexically_relative(std::filesystem::absolute(out).lexically_normal());
+  if (!rel.empty() && *rel.begin() != "..") return rel.generic_string();
+  return p.string();
 }
 
 }  // namespace detail
@@ -174,36 +189,42 @@ inline StudyPlan plan_study(const DataRoot& root, const ReproduceOptions& o) {
   run.seeds = o.seeds;
   run.learning_rate = o.learning_rate;
   run.sizes = o.sizes.value_or(o.quick ? StudySizes::quick() : StudySizes{});
-  fs::create_directories(o.out);
+  if (!o.plan_only) fs::create_directories(o.out);
+  std::optional<ModelConfig> planned_config;  // plan_only and the model is not trained yet: its recipe's shape
   if (!o.model.empty()) {
     run.model = o.model;
     run.model_description = "the checkpoint " + o.model.string();
   } else if (o.quick) {
-    run.model = detail::quick_model(root, o.out, o.log, o.show_progress);
+    run.model = o.plan_only ? detail::quick_model_dir(root) : detail::quick_model(root, o.log, o.show_progress);
+    if (o.plan_only && !fs::exists(run.model / "config.json")) planned_config = recipe_config(detail::quick_model_recipe());
     run.model_description = "a seconds-long model (the tiny recipe; --quick checks the steps, not the findings)";
   } else {
-    run.model = default_model(root, "bert", {.show_progress = o.show_progress, .log = o.log});
+    run.model = o.plan_only ? default_model_dir(root, "bert") : default_model(root, "bert", {.show_progress = o.show_progress, .log = o.log});
+    if (o.plan_only && !fs::exists(run.model / "config.json")) planned_config = recipe_config(named_recipe(default_recipe_name("bert"), "bert"));
     run.model_description = "darkbert's default study model (recipe `study`, " + default_model_dir(root, "bert").filename().string() + ")";
   }
-  const auto config = ModelConfig::from_json_file(run.model / "config.json");
+  const auto config = planned_config ? *planned_config : ModelConfig::from_json_file(run.model / "config.json");
   require(!config.causal, "reproduce: ", run.model.string(), " is a causal model; the GPT-2 study is not part of this command yet");
 
+  std::map<GlueTask, std::pair<double, double>> chars;  // mean characters of (train, eval) examples: the costs
   for (GlueTask t : o.tasks.empty() ? detail::paper_tasks() : o.tasks) {
     try {
-      (void)load_glue_finetune(root, t, {.max_train = 1, .max_eval = 1});
+      const auto first = load_glue_finetune(root, t, {.max_train = 200, .max_eval = 200});
+      chars[t] = {mean_characters(first.train), mean_characters(first.eval)};
       run.tasks.push_back(t);
     } catch (const error& e) {
       run.absent.push_back({detail::task_name(t), e.what()});
     }
   }
-  require(!run.tasks.empty(), "reproduce: none of the asked tasks has its data (", run.absent.front().reason, ")");
+  // Not require(): its message would read absent.front() even when every task is present.
+  if (run.tasks.empty()) fail("reproduce: none of the asked tasks has its data (", run.absent.front().reason, ")");
 
   std::vector<std::string> task_names;
   for (GlueTask t : run.tasks) task_names.push_back(detail::task_name(t));
   const auto& s = run.sizes;
   run.fingerprint = {{"study", 1},
                      {"model", fs::absolute(run.model).lexically_normal().string()},
-                     {"model_digest", detail::file_digest(run.model / "model.safetensors")},
+                     {"model_digest", planned_config ? std::string("not trained yet") : file_digest(run.model / "model.safetensors")},
                      {"tasks", task_names},
                      {"seeds", run.seeds},
                      {"learning_rate", run.learning_rate},
@@ -212,10 +233,8 @@ inline StudyPlan plan_study(const DataRoot& root, const ReproduceOptions& o) {
                                 {"ud_sentences", s.ud_sentences}, {"epochs", s.epochs},
                                 {"quick_classifiers", s.quick_classifiers}}}};
 
-  // Costs in seconds on two cores for the default model (measured per unit kind; only ratios matter).
-  const double train_cost = static_cast<double>(std::max<std::size_t>(s.max_train, 1) * static_cast<std::size_t>(s.epochs)) / 60.0;
-  const double eval_cost = static_cast<double>(std::max<std::size_t>(s.eval_examples, 1)) / 200.0;
-  const double layers = config.num_layers, heads = config.num_heads;
+  // Estimated seconds on two cores (study/unit_costs.hpp).
+  const UnitCosts costs{.layers = double(config.num_layers), .hidden = double(config.hidden_size), .heads = double(config.num_heads)};
   const fs::path model = run.model, out = o.out;
   const fs::path table_dir = out / "table1";
   FineTuneRecipe recipe;
@@ -225,26 +244,34 @@ inline StudyPlan plan_study(const DataRoot& root, const ReproduceOptions& o) {
   auto fine_tuned = [table_dir](GlueTask t, int seed) {
     return fine_tuned_checkpoint_dir(table_dir, t, static_cast<std::uint64_t>(seed));
   };
+  // How the result files name a fine-tuned checkpoint: relative to the study folder.
+  auto fine_tuned_label = [fine_tuned, out](GlueTask t, int seed) { return detail::shown_path(fine_tuned(t, seed), out); };
+  // Every unit that reads the fine-tuned checkpoint of (task, seed) runs with the unit that writes it.
+  auto checkpoint_group = [](GlueTask t, int seed) { return "checkpoint/" + detail::task_name(t) + "/seed-" + std::to_string(seed); };
 
   // Table 1 first: every later unit reads the fine-tuned checkpoints.
   for (GlueTask t : run.tasks)
     for (int seed = 1; seed <= run.seeds; ++seed)
       for (FineTuneSetting setting : {FineTuneSetting::pretrained, FineTuneSetting::random, FineTuneSetting::frozen,
                                       FineTuneSetting::untrained}) {
+        const auto [train_chars, eval_chars] = chars.at(t);
+        const double eval_cost = costs.evaluate(s.eval_examples, eval_chars);
+        // Frozen: the encoder's backward pass is skipped and its forward is a third of a step.
         const double cost = setting == FineTuneSetting::untrained ? eval_cost
-                            : setting == FineTuneSetting::frozen  ? train_cost * 0.4 + eval_cost
-                                                                  : train_cost + eval_cost;
+                            : setting == FineTuneSetting::frozen  ? 0.3 * costs.fine_tune(s.max_train, s.epochs, train_chars) + eval_cost
+                                                                  : costs.fine_tune(s.max_train, s.epochs, train_chars) + eval_cost;
         plan.units.push_back(
             {.id = "table1/" + detail::task_name(t) + "/" + std::string(to_string(setting)) + "/seed-" + std::to_string(seed),
              .cost = cost,
              .run = [=, &root](const fs::path&) {
                run_fine_tune_table_unit(root, model, model, table_dir, {.task = t, .setting = setting, .seed = std::uint64_t(seed)},
                                         recipe, {.keep_checkpoint = true, .show_progress = false});
-             }});
+             },
+             .group = setting == FineTuneSetting::pretrained ? checkpoint_group(t, seed) : std::string()});
       }
 
   // §3.2 on the pretrained model.
-  plan.units.push_back({.id = "framenet", .cost = static_cast<double>(s.framenet_sentences) / 100.0 + 2, .run = [=, &root](const fs::path& dir) {
+  plan.units.push_back({.id = "framenet", .cost = 2 + costs.section(s.framenet_sentences, 120, 5), .run = [=, &root](const fs::path& dir) {
                           const auto m = Transformer<float>::load(model);
                           const auto tokenizer = Tokenizer::from_directory(model);
                           const auto release = locate_framenet(root);
@@ -263,7 +290,7 @@ inline StudyPlan plan_study(const DataRoot& root, const ReproduceOptions& o) {
   auto classifiers = std::make_shared<std::optional<PatternClassifiers>>();
   for (GlueTask t : run.tasks) {
     const std::string name = detail::task_name(t);
-    plan.units.push_back({.id = "patterns/" + name, .cost = analysis * layers * heads / 2000.0 + 5, .run = [=, &root](const fs::path& dir) {
+    plan.units.push_back({.id = "patterns/" + name, .cost = costs.section(analysis, chars.at(t).second, 15), .run = [=, &root](const fs::path& dir) {
                             const auto m = Transformer<float>::load(fine_tuned(t, 1));
                             const auto tokenizer = Tokenizer::from_directory(model);
                             if (!*classifiers) {
@@ -272,21 +299,21 @@ inline StudyPlan plan_study(const DataRoot& root, const ReproduceOptions& o) {
                               *classifiers = train_pattern_classifiers(false, co);
                             }
                             const auto inputs = load_task_inputs(root, t, tokenizer, m.config(), {.max_examples = analysis, .seed = 1});
-                            const auto r = attention_patterns(m, inputs, **classifiers, {.model = fine_tuned(t, 1).string()});
+                            const auto r = attention_patterns(m, inputs, **classifiers, {.model = fine_tuned_label(t, 1)});
                             r.save(dir);
-                          }});
+                          }, .group = checkpoint_group(t, 1)});
     for (int seed = 1; seed <= run.seeds; ++seed)
-      plan.units.push_back({.id = "change/" + name + "/seed-" + std::to_string(seed), .cost = analysis * layers / 500.0 + 1,
+      plan.units.push_back({.id = "change/" + name + "/seed-" + std::to_string(seed), .cost = costs.section(analysis, chars.at(t).second, 1),
                             .run = [=, &root](const fs::path& dir) {
                               const auto pre = Transformer<float>::load(model);
                               const auto ft = Transformer<float>::load(fine_tuned(t, seed));
                               const auto tokenizer = Tokenizer::from_directory(model);
                               const auto inputs = load_task_inputs(root, t, tokenizer, pre.config(), {.max_examples = analysis, .seed = 1});
                               measure_fine_tune_change(pre, ft, inputs, {.seed = std::uint64_t(seed), .pretrained = model.string(),
-                                                                         .finetuned = fine_tuned(t, seed).string()})
+                                                                         .finetuned = fine_tuned_label(t, seed)})
                                   .save(dir);
-                            }});
-    plan.units.push_back({.id = "features/" + name, .cost = analysis * layers / 400.0 + 2, .run = [=, &root](const fs::path& dir) {
+                            }, .group = checkpoint_group(t, seed)});
+    plan.units.push_back({.id = "features/" + name, .cost = costs.section(analysis, chars.at(t).second, 3), .run = [=, &root](const fs::path& dir) {
                             const auto pre = Transformer<float>::load(model);
                             const auto ft = Transformer<float>::load(fine_tuned(t, 1));
                             const auto tokenizer = Tokenizer::from_directory(model);
@@ -294,32 +321,32 @@ inline StudyPlan plan_study(const DataRoot& root, const ReproduceOptions& o) {
                             const auto inputs = load_task_inputs(root, t, tokenizer, pre.config(),
                                                                  {.max_examples = analysis, .seed = 1, .annotator = &annotator});
                             const auto r = run_linguistic_features(pre, &ft, inputs, {.pretrained_model = model.string(),
-                                                                                      .finetuned_model = fine_tuned(t, 1).string()});
+                                                                                      .finetuned_model = fine_tuned_label(t, 1)});
                             r.save(dir);
                             write_linguistic_feature_figures(r, dir);
-                          }});
-    plan.units.push_back({.id = "relations/" + name, .cost = analysis * layers / 400.0 + 2, .run = [=, &root](const fs::path& dir) {
+                          }, .group = checkpoint_group(t, 1)});
+    plan.units.push_back({.id = "relations/" + name, .cost = costs.section(analysis, chars.at(t).second, 2), .run = [=, &root](const fs::path& dir) {
                             const auto ft = Transformer<float>::load(fine_tuned(t, 1));
                             const auto tokenizer = Tokenizer::from_directory(model);
                             const auto annotator = default_annotator(root, log);
                             const auto inputs = load_task_inputs(root, t, tokenizer, ft.config(),
                                                                  {.max_examples = analysis, .seed = 1, .annotator = &annotator});
                             const auto linked = ud_verb_subject_inputs(root, tokenizer, ft.config(), {.max_sentences = ud, .seed = 1});
-                            const auto r = run_token_relations(ft, inputs, {.model = fine_tuned(t, 1).string()}, &linked);
+                            const auto r = run_token_relations(ft, inputs, {.model = fine_tuned_label(t, 1)}, &linked);
                             r.save(dir);
                             write_token_relation_figures(r, dir);
-                          }});
+                          }, .group = checkpoint_group(t, 1)});
     for (int seed = 1; seed <= run.seeds; ++seed)
       plan.units.push_back({.id = "disable/" + name + "/seed-" + std::to_string(seed),
-                            .cost = eval_cost * (layers * heads + layers) * 0.6 + 1, .run = [=, &root](const fs::path& dir) {
+                            .cost = costs.disable_heads(scored, chars.at(t).second), .run = [=, &root](const fs::path& dir) {
                               const auto ft = Transformer<float>::load(fine_tuned(t, seed));
                               const auto tokenizer = Tokenizer::from_directory(model);
                               // Table 1's scored examples, so that the baseline is Table 1's score.
                               const auto inputs = load_task_inputs(root, t, tokenizer, ft.config(), {.max_examples = scored, .first = true});
                               disable_heads(ft, inputs, {.seed = std::uint64_t(seed), .show_progress = false,
-                                                         .model = fine_tuned(t, seed).string()})
+                                                         .model = fine_tuned_label(t, seed)})
                                   .save(dir);
-                            }});
+                            }, .group = checkpoint_group(t, seed)});
   }
   return plan;
 }

@@ -4,8 +4,8 @@
 /// is a folder of plain files; it is done when its folder holds `unit.json` (written last, atomically), so
 /// a killed run resumes at the first unfinished unit and a finished unit is never recomputed. Units run in
 /// list order, which puts every unit after the units it reads (a fine-tuned checkpoint before the sections
-/// that analyse it). The same folders can later be produced on many machines and merged, since nothing but
-/// the files connects one unit to the next.
+/// that analyse it). The same folders can be produced on many machines and merged (study/shard_plan.hpp,
+/// study/shard_merge.hpp), since nothing but the files connects one unit to the next.
 ///
 /// @code
 /// std::vector<darkbert::study::WorkUnit> units;
@@ -34,13 +34,16 @@
 
 namespace darkbert::study {
 
-/// One unit of work: an id that is also its folder (`section/task/setting/seedN`), an estimated cost (any
-/// unit, e.g. seconds on two cores; only ratios matter: they weight the progress bar's ETA and will balance
-/// shards) and the function that writes its result into the folder it is given.
+/// One unit of work: an id that is also its folder (`section/task/setting/seedN`), an estimated cost
+/// (seconds on two cores; they weight the progress bar's ETA and balance shards, study/shard_plan.hpp), the
+/// group it must run with, and the function that writes its result into the folder it is given.
+/// Units that read another unit's side output (a fine-tuned checkpoint) share that unit's group, so a shard
+/// that runs one of them runs all of them, in list order, and never needs another shard's files.
 struct WorkUnit {
   std::string id;                                            ///< unique; '/'-separated path below the units folder
-  double cost = 1;                                           ///< relative estimated cost (> 0)
+  double cost = 1;                                           ///< estimated cost (> 0): seconds on two cores
   std::function<void(const std::filesystem::path&)> run;  ///< writes the unit's files into the folder
+  std::string group = {};                                    ///< units of one group run in one shard; empty: alone
 };
 
 /// How run_units reports.
@@ -78,6 +81,35 @@ inline bool unit_done(const std::filesystem::path& dir) {
   return std::filesystem::is_regular_file(dir / detail::unit_done_file(), ec);
 }
 
+/// FNV-1a over a file's bytes, as 16 hex digits: a model's identity in a fingerprint (another checkpoint at
+/// the same path must not resume or merge with another's results).
+inline std::string file_digest(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  require(static_cast<bool>(in), file.string(), ": cannot open");
+  std::uint64_t h = 1469598103934665603ull;
+  std::vector<char> buffer(1 << 20);
+  while (in) {
+    in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+    for (std::streamsize i = 0; i < in.gcount(); ++i) {
+      h ^= static_cast<unsigned char>(buffer[static_cast<std::size_t>(i)]);
+      h *= 1099511628211ull;
+    }
+  }
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(h));
+  return text;
+}
+
+/// The top-level keys in which two fingerprints differ, comma-separated ("seeds, tasks"); empty when equal.
+inline std::string fingerprint_differences(const nlohmann::json& expected, const nlohmann::json& found) {
+  std::string differing;
+  for (const auto& [key, value] : expected.items())
+    if (!found.contains(key) || found[key] != value) differing += (differing.empty() ? "" : ", ") + key;
+  for (const auto& [key, value] : found.items())
+    if (!expected.contains(key)) differing += (differing.empty() ? "" : ", ") + key;
+  return differing;
+}
+
 /// Refuses a units folder written with another fingerprint, else records this one (first run).
 inline void check_fingerprint(const std::filesystem::path& units_dir, const nlohmann::json& fingerprint) {
   namespace fs = std::filesystem;
@@ -85,15 +117,9 @@ inline void check_fingerprint(const std::filesystem::path& units_dir, const nloh
   std::error_code ec;
   if (fs::is_regular_file(file, ec)) {
     const auto stored = detail::read_json_file(file);
-    if (stored != fingerprint) {
-      std::string differing;
-      for (const auto& [key, value] : fingerprint.items())
-        if (!stored.contains(key) || stored[key] != value) differing += (differing.empty() ? "" : ", ") + key;
-      for (const auto& [key, value] : stored.items())
-        if (!fingerprint.contains(key)) differing += (differing.empty() ? "" : ", ") + key;
-      fail(units_dir.string(), ": these results were computed with other settings (", differing,
-           "); give another --out, or delete the folder to start over");
-    }
+    if (stored != fingerprint)
+      fail(units_dir.string(), ": these results were computed with other settings (",
+           fingerprint_differences(fingerprint, stored), "); give another --out, or delete the folder to start over");
     return;
   }
   fs::create_directories(units_dir);

@@ -18,6 +18,7 @@
 #include <cstdio>       // std::snprintf
 #include <cstring>      // std::strerror
 #include <filesystem>   // std::filesystem::path
+#include <map>          // std::map (renumber_svg_ids)
 #include <memory>       // std::unique_ptr
 #include <new>          // std::bad_alloc
 #include <string>       // std::string
@@ -102,6 +103,51 @@ struct Font {
 };
 
 inline constexpr const char* cairo_font_family = "sans-serif";  // DejaVu Sans through fontconfig on Debian
+/// Renumbers the ids of an SVG cairo wrote (`surface2904`, `image2908`: cairo's process-wide counters, so
+/// the same figure drawn after another had other ids) per prefix in document order (`surface1`, `image1`),
+/// together with every reference to them (`#image1`, `url(#image1)`): a figure's bytes depend on the figure
+/// alone.
+inline void renumber_svg_ids(std::string& svg) {
+  auto is_alpha = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); };
+  auto is_digit = [](char c) { return c >= '0' && c <= '9'; };
+  // An id token at `at`: letters then digits, ending at a quote or a parenthesis. Returns its length or 0.
+  auto token_at = [&](std::size_t at) -> std::size_t {
+    std::size_t e = at;
+    while (e < svg.size() && is_alpha(svg[e])) ++e;
+    const std::size_t letters = e - at;
+    while (e < svg.size() && is_digit(svg[e])) ++e;
+    if (letters == 0 || e == at + letters || e >= svg.size() || (svg[e] != '"' && svg[e] != ')')) return 0;
+    return e - at;
+  };
+  std::map<std::string, std::string> renamed;
+  std::map<std::string, int> next;  // per prefix
+  for (auto at = svg.find(" id=\""); at != std::string::npos; at = svg.find(" id=\"", at + 5)) {
+    const std::size_t n = token_at(at + 5);
+    if (n == 0) continue;
+    const std::string old = svg.substr(at + 5, n);
+    std::size_t digits = old.size();
+    while (digits > 0 && is_digit(old[digits - 1])) --digits;
+    if (!renamed.count(old)) renamed[old] = old.substr(0, digits) + std::to_string(++next[old.substr(0, digits)]);
+  }
+  if (renamed.empty()) return;
+  std::string out;
+  out.reserve(svg.size());
+  for (std::size_t i = 0; i < svg.size();) {
+    if (i > 0 && (svg[i - 1] == '"' || svg[i - 1] == '#')) {
+      if (const std::size_t n = token_at(i); n > 0) {
+        const auto it = renamed.find(svg.substr(i, n));
+        if (it != renamed.end()) {
+          out += it->second;
+          i += n;
+          continue;
+        }
+      }
+    }
+    out += svg[i++];
+  }
+  svg = std::move(out);
+}
+
 inline constexpr const char* svg_font_family = "DejaVu Sans, Verdana, Arial, sans-serif";
 
 struct CairoDeleter {
@@ -395,8 +441,10 @@ class Canvas {
     require(s == CAIRO_STATUS_SUCCESS, what, ": cairo surface error: ", cairo_status_to_string(s));
   }
 
-  /// Adds the text elements before </svg>, and asks viewers not to blur sharp cell images.
+  /// Adds the text elements before </svg>, asks viewers not to blur sharp cell images, and numbers the
+  /// element ids from 1 in document order.
   void finish_svg(const std::string& what) {
+    renumber_svg_ids(bytes_);
     const auto end = bytes_.rfind("</svg>");
     require(end != std::string::npos, what, ": cairo wrote an SVG without </svg>");
     std::string tail = "<g font-family=\"" + std::string(svg_font_family) + "\" xml:space=\"preserve\">\n" +

@@ -1,0 +1,160 @@
+# `darkbert reproduce --shard K/N` and `--merge`: the --quick study of cli_reproduce (its folder and cache,
+# the fixture study_quick) run again as 1, 2 and 3 shards, merged in several orders, must give cli_reproduce's
+# folder file for file. Only these fields may differ (wall time, or what one invocation computed):
+#   units/**/unit.json                          "seconds"
+#   units/disable/*/seed-*/disable_heads.json   "prefix_cached_seconds"
+#   table1/runs.csv                             the seconds column
+#   table1/checkpoints/*/seed-*/metrics.json    "seconds", "examples_per_second"
+#   report.md, report.html                      the "Compute:" line (unit seconds, units ran and resumed)
+#   summary.json                                numbers.run.unit_seconds, run.units_ran, run.units_resumed
+# Missing, duplicated and foreign shards are refused by name; --plan prints the shards and a prediction.
+if(SANITIZED)
+  message(STATUS "the sharded --quick study runs in the release suite, not under the sanitizers")
+  return()
+endif()
+get_filename_component(single "${OUT}/../cli_reproduce/study" ABSOLUTE)
+get_filename_component(cache "${OUT}/../cli_reproduce/cache" ABSOLUTE)
+if(NOT EXISTS "${single}/report.md")
+  message(FATAL_ERROR "${single}/report.md is missing: cli_reproduce (fixture study_quick) must run first")
+endif()
+file(REMOVE_RECURSE "${OUT}")
+set(options --quick --quiet --seeds 2)
+# One thread per shard, as one rank of a job array would run on one core: the single run used two, and the
+# results must not depend on it.
+set(env ${CMAKE_COMMAND} -E env "DARKBERT_DATA=${SHARED}/data" "DARKBERT_CACHE=${cache}" OMP_NUM_THREADS=1)
+
+function(reproduce expect_ok)  # reproduce(TRUE|FALSE args...): sets rc, log, err in the caller
+  string(TIMESTAMP t0 "%s")
+  execute_process(COMMAND ${env} "${CLI}" reproduce ${options} ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE log ERROR_VARIABLE err)
+  string(TIMESTAMP t1 "%s")
+  math(EXPR s "${t1} - ${t0}")
+  if(expect_ok AND NOT rc EQUAL 0)
+    message(FATAL_ERROR "darkbert reproduce ${ARGN} failed (exit ${rc}):\n${log}\n${err}")
+  endif()
+  if(NOT expect_ok AND rc EQUAL 0)
+    message(FATAL_ERROR "darkbert reproduce ${ARGN} was not refused:\n${log}")
+  endif()
+  message(STATUS "reproduce ${ARGN}: ${s} s")
+  set(rc "${rc}" PARENT_SCOPE)
+  set(log "${log}" PARENT_SCOPE)
+  set(err "${err}" PARENT_SCOPE)
+endfunction()
+
+# The text of a file with the listed wall-time fields blanked.
+function(normalised file out_var)
+  file(READ "${file}" text)
+  get_filename_component(name "${file}" NAME)
+  if(name STREQUAL "unit.json" OR name STREQUAL "metrics.json" OR name STREQUAL "disable_heads.json")
+    string(REGEX REPLACE "\"(seconds|examples_per_second|prefix_cached_seconds)\": [0-9.e+-]+" "\"\\1\": _" text "${text}")
+  elseif(name STREQUAL "runs.csv")
+    string(REGEX REPLACE ",[0-9.]+\n" ",_\n" text "${text}")
+  elseif(name STREQUAL "report.md" OR name STREQUAL "report.html")
+    string(REGEX REPLACE "Compute: [^\n]*" "Compute: _" text "${text}")
+  elseif(name STREQUAL "summary.json")
+    string(REGEX REPLACE "\"(unit_seconds|units_ran|units_resumed)\": [0-9.e+-]+" "\"\\1\": _" text "${text}")
+  endif()
+  set(${out_var} "${text}" PARENT_SCOPE)
+endfunction()
+
+function(expect_same_as_single merged)
+  file(GLOB_RECURSE want RELATIVE "${single}" "${single}/*")
+  file(GLOB_RECURSE got RELATIVE "${merged}" "${merged}/*")
+  list(SORT want)
+  list(SORT got)
+  if(NOT want STREQUAL got)
+    set(only_single ${want})
+    list(REMOVE_ITEM only_single ${got})
+    set(only_merged ${got})
+    list(REMOVE_ITEM only_merged ${want})
+    message(FATAL_ERROR "${merged} holds other files than ${single}:\n only in the single run: ${only_single}\n only merged: ${only_merged}")
+  endif()
+  set(differ "")
+  foreach(f ${want})
+    get_filename_component(name "${f}" NAME)
+    if(name MATCHES "^(unit|metrics|disable_heads|summary)\\.json$|^runs\\.csv$|^report\\.(md|html)$")
+      normalised("${single}/${f}" a)  # text files with wall-time fields
+      normalised("${merged}/${f}" b)
+    else()
+      file(SHA256 "${single}/${f}" a)  # every other file byte for byte (file(READ) stops at a NUL)
+      file(SHA256 "${merged}/${f}" b)
+    endif()
+    if(NOT a STREQUAL b)
+      list(APPEND differ "${f}")
+    endif()
+  endforeach()
+  if(differ)
+    message(FATAL_ERROR "${merged} differs from the single run ${single} in: ${differ}")
+  endif()
+  list(LENGTH want n)
+  message(STATUS "${merged}: the same ${n} files as the single run")
+endfunction()
+
+# The shards, each run once.
+foreach(n 1 2 3)
+  foreach(k RANGE 1 ${n})
+    reproduce(TRUE --shard ${k}/${n} --out "${OUT}/n${n}/shard-${k}")
+    if(NOT log MATCHES "shard ${k}/${n}: [0-9]+ computed now" OR NOT EXISTS "${OUT}/n${n}/shard-${k}/shard.json")
+      message(FATAL_ERROR "shard ${k}/${n} did not say what it ran or wrote no shard.json:\n${log}")
+    endif()
+    if(EXISTS "${OUT}/n${n}/shard-${k}/report.md")
+      message(FATAL_ERROR "shard ${k}/${n} wrote a report")
+    endif()
+  endforeach()
+endforeach()
+
+# Merged in several orders: the single run's files.
+reproduce(TRUE --merge "${OUT}/n1/shard-1" --out "${OUT}/merged-1" --check)
+if(NOT log MATCHES "check: every file parses")
+  message(FATAL_ERROR "the merged report did not pass --check:\n${log}")
+endif()
+expect_same_as_single("${OUT}/merged-1")
+reproduce(TRUE --merge "${OUT}/n2/shard-2" "${OUT}/n2/shard-1" --out "${OUT}/merged-2")
+expect_same_as_single("${OUT}/merged-2")
+reproduce(TRUE --merge "${OUT}/n3/shard-1" "${OUT}/n3/shard-2" "${OUT}/n3/shard-3" --out "${OUT}/merged-3")
+expect_same_as_single("${OUT}/merged-3")
+reproduce(TRUE --merge "${OUT}/n3/shard-3" "${OUT}/n3/shard-1" "${OUT}/n3/shard-2" --out "${OUT}/merged-3b")
+expect_same_as_single("${OUT}/merged-3b")
+
+# Missing: the units named with the shard that should have had them.
+reproduce(FALSE --merge "${OUT}/n3/shard-1" "${OUT}/n3/shard-3" --out "${OUT}/refused")
+if(NOT err MATCHES "units missing from the shards given:\n  shard 2/3 should have had: [a-z]")
+  message(FATAL_ERROR "a missing shard was not named:\n${err}")
+endif()
+# Duplicated: both folders named.
+reproduce(FALSE --merge "${OUT}/n3/shard-1" "${OUT}/n3/shard-2" "${OUT}/n3/shard-3" "${OUT}/n2/shard-1" --out "${OUT}/refused")
+if(NOT err MATCHES "is in two shards: ${OUT}/n3/shard-[123] and ${OUT}/n2/shard-1")
+  message(FATAL_ERROR "a unit in two shards was not named with both folders:\n${err}")
+endif()
+# Foreign: shards of another configuration, named by folder and differing keys.
+set(options --quick --quiet --seeds 3)
+reproduce(FALSE --merge "${OUT}/n2/shard-1" "${OUT}/n2/shard-2" --out "${OUT}/refused")
+if(NOT err MATCHES "${OUT}/n2/shard-1: shard 1/2 belongs to another study \\(seeds differ")
+  message(FATAL_ERROR "a shard of another configuration was not refused by name:\n${err}")
+endif()
+if(EXISTS "${OUT}/refused/units")
+  message(FATAL_ERROR "a refused merge wrote into its --out")
+endif()
+set(options --quick --quiet --seeds 2)
+# Bad --shard values.
+reproduce(FALSE --shard 4/3 --out "${OUT}/refused")
+if(NOT err MATCHES "--shard '4/3': expected K/N with 1 <= K <= N")
+  message(FATAL_ERROR "--shard 4/3 was not refused clearly:\n${err}")
+endif()
+execute_process(COMMAND ${env} --unset=SLURM_ARRAY_TASK_ID --unset=SLURM_ARRAY_TASK_COUNT --unset=SLURM_ARRAY_TASK_MIN
+                "${CLI}" reproduce ${options} --shard auto --out "${OUT}/refused" RESULT_VARIABLE rc ERROR_VARIABLE err)
+if(rc EQUAL 0 OR NOT err MATCHES "--shard auto: SLURM_ARRAY_TASK_ID, SLURM_ARRAY_TASK_COUNT, SLURM_ARRAY_TASK_MIN not set")
+  message(FATAL_ERROR "--shard auto outside Slurm was not refused clearly:\n${err}")
+endif()
+# --shard auto under a (simulated) array task: task 5 of --array=4-6 is shard 2/3, the units of shard-2 above.
+execute_process(COMMAND ${env} SLURM_ARRAY_TASK_ID=5 SLURM_ARRAY_TASK_MIN=4 SLURM_ARRAY_TASK_COUNT=3
+                "${CLI}" reproduce ${options} --shard auto --out "${OUT}/n3/shard-2" RESULT_VARIABLE rc OUTPUT_VARIABLE log ERROR_VARIABLE err)
+if(NOT rc EQUAL 0 OR NOT log MATCHES "shard 2/3: 0 computed now")
+  message(FATAL_ERROR "--shard auto as array task 5 of 4-6 did not resume shard 2/3:\n${log}\n${err}")
+endif()
+
+# --plan: runs nothing, prints every unit's shard and the prediction.
+reproduce(TRUE --plan --ranks 2)
+if(NOT log MATCHES "table1/MRPC/pretrained/seed-1 +[0-9.]+ +[12]/2 +checkpoint/MRPC/seed-1" OR NOT log MATCHES "predicted on 2 ranks: [0-9]+ s")
+  message(FATAL_ERROR "--plan --ranks 2 did not print the shards and the prediction:\n${log}")
+endif()
+message(STATUS "${log}")
