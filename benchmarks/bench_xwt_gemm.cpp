@@ -1,7 +1,12 @@
-// darkbert's AVX-512 x·Wᵀ kernel beside OpenBLAS (SkylakeX kernels, split across the same OpenMP pool) on
-// the four Linear shapes of a BERT-base layer, at batch 1 and batch 8 (128 and 1024 token rows), each
-// with its bias epilogue, and a language-model head. xwt_gemm picks the kernel except for the 3072-deep product at 1024 rows, where
-// OpenBLAS wins; this benchmark is the measurement behind that choice (core/xwt_gemm.hpp).
+// darkbert's x·Wᵀ kernels, AVX-512 and AVX2 + FMA, beside OpenBLAS (split across the same OpenMP pool) on
+// the four Linear shapes of a BERT-base layer, at batch 1 and batch 8 (128 and 1024 token rows), the
+// study models' layers (hidden 128, FFN 512) and the mini models', each with its bias epilogue, and a
+// language-model head. This benchmark is the measurement behind xwt_kernel_chosen (core/xwt_gemm.hpp).
+// OpenBLAS runs the kernel set it loaded (the report's openblas_core): SkylakeX on an AVX-512 CPU after
+// the restart of bench_main.hpp, Haswell under DARKBERT_KERNEL=avx2 with OPENBLAS_CORETYPE=Haswell — the
+// like-for-like comparison for the AVX2 kernel:
+//   OPENBLAS_CORETYPE=Haswell DARKBERT_KERNEL=avx2 bench_xwt_gemm --benchmark_filter='OpenBLAS|Avx2'
+// The kernels are called directly, whatever path DARKBERT_KERNEL picks; a CPU without one skips it.
 #include <benchmark/benchmark.h>
 
 #include <random>
@@ -42,6 +47,8 @@ void shapes(benchmark::internal::Benchmark* b) {
   for (Index rows : {128, 1024})
     for (auto [in, out] : {std::pair<Index, Index>{768, 2304}, {768, 768}, {768, 3072}, {3072, 768}})
       b->Args({rows, in, out});
+  // The study models' layers (hidden 128, FFN 512) at a training batch of 64 x 128 tokens.
+  for (auto [in, out] : {std::pair<Index, Index>{128, 384}, {128, 128}, {128, 512}, {512, 128}}) b->Args({8192, in, out});
   // The mini models' layers (4 x 256, FFN 1024) at a training batch of 32 x 128 tokens.
   for (auto [in, out] : {std::pair<Index, Index>{256, 768}, {256, 256}, {256, 1024}, {1024, 256}}) b->Args({4096, in, out});
   // A language-model head (GPT-2's 50,257 tokens) on 1024 rows at the mini models' widths: a shallow
@@ -71,9 +78,21 @@ void BM_Linear_DarkbertKernel(benchmark::State& state) {
 BENCHMARK(BM_Linear_DarkbertKernel)->Apply(shapes);
 #endif
 
+#if DARKBERT_HAS_AVX2_KERNEL
+void BM_Linear_DarkbertAvx2(benchmark::State& state) {
+  if (!darkbert::cpu_has_avx2()) return state.SkipWithError("this CPU has no AVX2 + FMA");
+  Problem p(state);
+  auto epilogue = p.epilogue();
+  for (auto _ : state)
+    darkbert::detail::xwt_gemm_avx2(p.x.data(), p.rows, p.in, p.w.data(), p.out, p.y.data(), p.scratch, epilogue);
+  p.report(state);
+}
+BENCHMARK(BM_Linear_DarkbertAvx2)->Apply(shapes);
+#endif
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  return darkbert::bench::main(argc, argv, "darkbert's AVX-512 x·Wᵀ kernel beside OpenBLAS on BERT-base Linear shapes",
+  return darkbert::bench::main(argc, argv, "darkbert's x·Wᵀ kernels (AVX-512, AVX2) beside OpenBLAS on BERT-base and study-model Linear shapes",
                                "bench_xwt_gemm --benchmark_filter=rows:128");
 }

@@ -12,6 +12,15 @@ script prints best/median ms per batch and per sequence, GFLOP/s, and the ratio 
     /usr/bin/python3 benchmarks/compare_peers.py --mode train-step --batches 8          # BERT-base train step
     /usr/bin/python3 benchmarks/compare_peers.py --mode train-step --batches 32 --layers 4 --hidden 256 \
         --heads 4 --ff 1024                                                            # the mini shape
+    /usr/bin/python3 benchmarks/compare_peers.py --avx2                  # AVX2 like-for-like, see below
+
+--avx2 is the like-for-like comparison for CPUs without AVX-512, runnable on any AVX2 machine: darkbert on
+its avx2 kernel path (DARKBERT_KERNEL=avx2) and PyTorch, both with OpenBLAS's Haswell (AVX2) kernels
+(OPENBLAS_CORETYPE=Haswell), in one run, with the ratio. ONNX Runtime picks its own kernels by CPU and
+cannot be held to AVX2, so on an AVX-512 machine it is left out of --avx2; where the CPU has no AVX-512,
+the plain run (no --avx2) already compares darkbert's avx2 path with PyTorch and ONNX Runtime. Without
+--avx2, --darkbert-kernel forces darkbert's path (`darkbert bench ... --kernel`); the path it ran is in
+its note (kernel=...).
 
 --mode train-step times one training step of a BERT sequence classifier instead (pooler + 2-way classifier on
 the encoder, dropout 0.1 everywhere BERT has it, cross-entropy, backward, AdamW): torch in train mode with
@@ -218,6 +227,15 @@ def make_inputs(s: Shape, batch: int, seed: int):
 
 
 # ---------------------------------------------------------------------------------------------- torch
+def cpu_has_avx512() -> bool:
+    """Whether /proc/cpuinfo lists avx512f (as cmake/expected_kernel_path.cmake reads it)."""
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            return any(line.startswith("flags") and " avx512f" in line for line in cpuinfo)
+    except OSError:
+        return False
+
+
 def peak_rss_mb() -> float:
     """VmHWM of this process. Not getrusage's ru_maxrss: Linux carries that over fork + exec, so a child of
     this (torch-laden) script would report at least the parent's size."""
@@ -371,13 +389,25 @@ def parse_key_values(text: str) -> dict[str, str]:
     return {}
 
 
+def darkbert_env(args) -> dict[str, str]:
+    """darkbert's environment: under --avx2 the avx2 path with OpenBLAS's Haswell kernels (set before the
+    program starts, so it neither picks AVX-512 kernels nor restarts itself onto them)."""
+    env = dict(os.environ)
+    if args.avx2:
+        env["DARKBERT_KERNEL"] = "avx2"
+        env["OPENBLAS_CORETYPE"] = "Haswell"
+    return env
+
+
 def run_darkbert(s: Shape, batch: int, args) -> Result:
     """`darkbert bench forward|train-step ...` with its own thread setting; best and median ms per batch."""
     cmd = [str(args.darkbert), "bench", "forward" if args.mode == "forward" else "train-step", "--layers", str(s.layers), "--hidden", str(s.hidden),
            "--heads", str(s.heads), "--ff", str(s.ff), "--seq", str(s.seq), "--batch", str(batch),
            "--reps", str(args.reps)]
+    if args.darkbert_kernel:
+        cmd += ["--kernel", args.darkbert_kernel]
     try:
-        out = subprocess.run(cmd, capture_output=True, text=True)
+        out = subprocess.run(cmd, capture_output=True, text=True, env=darkbert_env(args))
     except OSError as err:
         return Result("darkbert", "-", batch, note=f"failed: {args.darkbert}: {err.strerror}")
     values = parse_key_values(out.stdout)
@@ -424,8 +454,10 @@ def best_of(results: list[Result], runner: str, batch: int) -> Result | None:
     return min(candidates, key=lambda r: r.best_ms_per_batch, default=None)
 
 
-def print_ratios(results: list[Result], batches: list[int]) -> None:
-    print("\nratio (best ms per sequence; > 1 means darkbert is faster)")
+def print_ratios(results: list[Result], batches: list[int], args) -> None:
+    what = ("AVX2 like-for-like: darkbert's avx2 path and torch, both on OpenBLAS Haswell kernels; "
+            if args.avx2 else "")
+    print(f"\nratio ({what}best ms per sequence; > 1 means darkbert is faster)")
     for batch in batches:
         torch_r, onnx_r, dark_r = (best_of(results, n, batch) for n in ("torch", "onnx", "darkbert"))
         parts = []
@@ -473,6 +505,11 @@ def parse_args(argv=None):
                    help="darkbert binary (default build/examples/darkbert, else build/release/examples/darkbert)")
     p.add_argument("--cache-dir", type=Path, default=cache_home / "darkbert" / "peers",
                    help="onnxruntime-node, exported .onnx files, input ids (default ~/.cache/darkbert/peers)")
+    p.add_argument("--avx2", action="store_true",
+                   help="AVX2 like-for-like: darkbert's avx2 path and torch, both with OPENBLAS_CORETYPE=Haswell; "
+                        "ONNX Runtime left out where the CPU has AVX-512 (see the top of this script)")
+    p.add_argument("--darkbert-kernel", choices=["auto", "avx512", "avx2", "blas"], default=None,
+                   help="darkbert's kernel path (`bench --kernel`; default: DARKBERT_KERNEL, else auto)")
     p.add_argument("--skip-torch", action="store_true")
     p.add_argument("--skip-onnx", action="store_true")
     p.add_argument("--skip-darkbert", action="store_true")
@@ -483,6 +520,11 @@ def parse_args(argv=None):
         p.error(f"--hidden {args.hidden} is not divisible by --heads {args.heads}")
     if args.reps < 1 or args.warmup < 0 or not args.batches or not args.threads:
         p.error("--reps must be >= 1, --warmup >= 0, --batches and --threads non-empty")
+    if args.avx2:
+        if args.darkbert_kernel not in (None, "avx2"):
+            p.error("--avx2 runs darkbert on its avx2 path; drop --darkbert-kernel")
+        args.darkbert_kernel = "avx2"
+        args.torch_blas_cores = ["Haswell"]
     if args.darkbert is None:
         candidates = [REPO / "build" / "examples" / "darkbert", REPO / "build" / "release" / "examples" / "darkbert"]
         args.darkbert = next((c for c in candidates if c.exists()), candidates[0])
@@ -499,13 +541,17 @@ def main() -> int:
 
     if args.mode == "train-step":
         args.skip_onnx = True  # no training in ONNX Runtime
+    if args.avx2 and cpu_has_avx512() and not args.skip_onnx:
+        print("--avx2 on an AVX-512 CPU: ONNX Runtime left out (it would run its AVX-512 kernels)")
+        args.skip_onnx = True
     flops = flops_per_sequence(s) * (3 if args.mode == "train-step" else 1)  # backward = 2x the forward
     print(f"mode: {args.mode}; shape: {s}; {flops / 1e9:.2f} GFLOP per sequence; batches {args.batches}; "
           f"warm-up {args.warmup}, reps {args.reps}; torch {torch.__version__}; "
           f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}, "
           f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}; {os.cpu_count()} cpus")
     if not args.skip_darkbert:
-        print(f"darkbert: {args.darkbert}")
+        print(f"darkbert: {args.darkbert}" + (f", kernel path {args.darkbert_kernel}" if args.darkbert_kernel else "")
+              + (", OPENBLAS_CORETYPE=Haswell" if args.avx2 else ""))
     blas_ok = True
     if not args.skip_torch:
         blas_ok = check_blas()
@@ -534,7 +580,7 @@ def main() -> int:
 
     print()
     print_table(results, flops)
-    print_ratios(results, args.batches)
+    print_ratios(results, args.batches, args)
     if not blas_ok:
         print("\n!!! WARNING: torch ran on the reference BLAS (see above); its numbers are meaningless. !!!")
     if args.json:

@@ -1,13 +1,18 @@
 // xwt_gemm: y = x Wᵀ with a per-row epilogue, on ragged shapes (partial panels, partial tiles, K not a
 // multiple of 16), against a double-precision reference; the kernel and BLAS paths agree; the result does
-// not depend on the thread count; the epilogue sees every element exactly once.
+// not depend on the thread count; the epilogue sees every element exactly once. The AVX2 kernel
+// (core/detail/xwt_kernel_avx2.hpp) is also called directly, whatever path this process runs: ragged
+// shapes down to 1 row and K = 1, the same bits at any thread count and buffer address, and the AVX-512
+// kernel's bits.
 #include <doctest/doctest.h>
 
+#include <array>
 #include <cmath>
 #include <random>
 #include <vector>
 
 #include "darkbert/core/blas_kernel.hpp"
+#include "darkbert/core/tensor.hpp"  // AlignedAllocator
 #include "darkbert/core/threads.hpp"
 #include "darkbert/core/xwt_gemm.hpp"
 
@@ -90,13 +95,20 @@ TEST_CASE("xwt_gemm matches a double reference on ragged shapes, float and doubl
 }
 
 TEST_CASE("xwt_gemm: the kernel is chosen where it was measured to win") {
-  CHECK(darkbert::xwt_kernel_chosen(128, 768));
-  CHECK(darkbert::xwt_kernel_chosen(1024, 768));
-  CHECK(darkbert::xwt_kernel_chosen(128, 3072));
+  using darkbert::KernelPath;
+  using darkbert::xwt_kernel_chosen;
+  CHECK(xwt_kernel_chosen(128, 768, KernelPath::avx512));
+  CHECK(xwt_kernel_chosen(1024, 768, KernelPath::avx512));
+  CHECK(xwt_kernel_chosen(128, 3072, KernelPath::avx512));
   // OpenBLAS keeps the long-K product at many rows only when it runs its own AVX-512 kernels.
-  CHECK(darkbert::xwt_kernel_chosen(1024, 3072) == !darkbert::is_avx512_core(darkbert::blas_core_name()));
-  CHECK_FALSE(darkbert::xwt_kernel_chosen(8, 768));
-  CHECK(darkbert::xwt_kernel_available<float>() == (darkbert::kernel_path() == darkbert::KernelPath::avx512));
+  CHECK(xwt_kernel_chosen(1024, 3072, KernelPath::avx512) == !darkbert::is_avx512_core(darkbert::blas_core_name()));
+  CHECK_FALSE(xwt_kernel_chosen(8, 768, KernelPath::avx512));
+  // The AVX2 kernel against OpenBLAS's Haswell kernels: every BERT-base and study-model layer shape.
+  for (Index rows : {128, 1024})
+    for (Index in : {128, 512, 768, 3072}) CHECK(xwt_kernel_chosen(rows, in, KernelPath::avx2));
+  CHECK(xwt_kernel_chosen(8, 768, KernelPath::avx2));
+  CHECK_FALSE(xwt_kernel_chosen(4, 768, KernelPath::avx2));
+  CHECK(darkbert::xwt_kernel_available<float>() == (darkbert::kernel_path() != KernelPath::blas));
   CHECK_FALSE(darkbert::xwt_kernel_available<double>());
 }
 
@@ -121,3 +133,111 @@ TEST_CASE("xwt_gemm: the kernel and BLAS agree, and the result does not depend o
       worst = std::max(worst, double(std::abs(one[r * out + o] - (blas[r * out + o] + float(o + 1)))));
   CHECK(worst < 1e-4);
 }
+
+#if DARKBERT_HAS_AVX2_KERNEL
+namespace {
+// xwt_gemm_avx2 called directly (any process path), x and W `offset` floats into their buffers, with the
+// epilogue "add o + 1" counting its visits.
+std::vector<float> run_avx2(const std::vector<float>& x, const std::vector<float>& w, Index rows, Index in, Index out,
+                            std::vector<int>& visits, Index offset = 0) {
+  std::vector<float, darkbert::AlignedAllocator<float>> xb(x.size() + 16), wb(w.size() + 16);
+  std::copy(x.begin(), x.end(), xb.begin() + offset);
+  std::copy(w.begin(), w.end(), wb.begin() + offset);
+  std::vector<float> y(static_cast<std::size_t>(rows * out), -12345.0f);
+  visits.assign(y.size(), 0);
+  darkbert::XwtScratch scratch;
+  auto epilogue = [&](float* part, Index first, Index n) {
+    const Index row = (part - first - y.data()) / out;
+    for (Index i = 0; i < n; ++i) {
+      part[i] += float(first + i + 1);
+      ++visits[static_cast<std::size_t>(row * out + first + i)];
+    }
+  };
+  darkbert::detail::xwt_gemm_avx2(xb.data() + offset, rows, in, wb.data() + offset, out, y.data(), scratch, epilogue);
+  return y;
+}
+}  // namespace
+
+TEST_CASE("xwt_gemm, AVX2 kernel: ragged shapes against a double reference, every element visited once") {
+  REQUIRE_MESSAGE(darkbert::cpu_has_avx2(), "this CPU has no AVX2 + FMA: the AVX2 kernel cannot be tested here");
+  // rows around the 16-token panel, out around the 6-row tile, in around the 8 × 8 transposes; 1 row, K = 1.
+  for (Index rows : {1, 7, 8, 15, 16, 17, 33, 70})
+    for (Index out : {1, 5, 6, 7, 13, 100})
+      for (Index in : {1, 7, 8, 9, 16, 33, 130}) {
+        CAPTURE(rows);
+        CAPTURE(out);
+        CAPTURE(in);
+        const auto x = random_values<float>(rows * in, 11 + rows), w = random_values<float>(out * in, 12 + out);
+        std::vector<double> expected, magnitude;
+        reference(x, w, rows, in, out, expected, magnitude);
+        std::vector<int> visits;
+        const auto y = run_avx2(x, w, rows, in, out, visits);
+        double worst = 0;
+        for (std::size_t i = 0; i < y.size(); ++i) {
+          worst = std::max(worst, std::abs(double(y[i]) - expected[i]) / magnitude[i]);
+          REQUIRE(visits[i] == 1);
+        }
+        CHECK(worst < 1e-6);
+      }
+}
+
+TEST_CASE("xwt_gemm, AVX2 kernel: the same bits at any thread count and buffer address, and the AVX-512 kernel's") {
+  REQUIRE_MESSAGE(darkbert::cpu_has_avx2(), "this CPU has no AVX2 + FMA: the AVX2 kernel cannot be tested here");
+  for (auto [rows, in, out] : {std::array<Index, 3>{77, 96, 50}, {128, 768, 96}, {16, 13, 7}}) {
+    CAPTURE(rows);
+    const auto x = random_values<float>(rows * in, 21), w = random_values<float>(out * in, 22);
+    std::vector<int> visits;
+    const int threads = darkbert::num_threads();
+    darkbert::set_num_threads(1);
+    const auto one = run_avx2(x, w, rows, in, out, visits);
+    darkbert::set_num_threads(2);
+    const auto two = run_avx2(x, w, rows, in, out, visits);
+    darkbert::set_num_threads(threads);
+    CHECK(one == two);
+    for (Index offset : {1, 3, 8}) CHECK(run_avx2(x, w, rows, in, out, visits, offset) == one);
+#if DARKBERT_HAS_AVX512_KERNEL
+    if (darkbert::cpu_has_avx512()) {
+      // Both kernels add one FMA per k, in increasing k, from 0: the same bits whatever the tile.
+      std::vector<float> y512(one.size());
+      darkbert::XwtScratch scratch;
+      auto epilogue = [&](float* part, Index first, Index n) {
+        for (Index i = 0; i < n; ++i) part[i] += float(first + i + 1);
+      };
+      darkbert::detail::xwt_gemm_avx512(x.data(), rows, in, w.data(), out, y512.data(), scratch, epilogue);
+      CHECK(y512 == one);
+    }
+#endif
+  }
+}
+
+TEST_CASE("xwt_gemm, AVX2 tile: masked columns and rows write only what exists") {
+  REQUIRE_MESSAGE(darkbert::cpu_has_avx2(), "this CPU has no AVX2 + FMA: the AVX2 kernel cannot be tested here");
+  using darkbert::detail::avx2::kTileColumns;
+  using darkbert::detail::avx2::kTileRows;
+  const Index K = 19;
+  const auto a = random_values<float>(kTileRows * K, 31), b = random_values<float>(K * kTileColumns, 32);
+  for (Index columns : {1, 7, 8, 9, 15, 16})
+    for (Index c_rows = 1; c_rows <= kTileRows; ++c_rows) {
+      CAPTURE(columns);
+      CAPTURE(c_rows);
+      // B's rows exactly `columns` long (stride = columns): a read past a row would read the next one.
+      std::vector<float> bc(static_cast<std::size_t>(K * columns));
+      for (Index k = 0; k < K; ++k)
+        for (Index t = 0; t < columns; ++t) bc[k * columns + t] = b[k * kTileColumns + t];
+      const Index ldc = 20;
+      std::vector<float> c(static_cast<std::size_t>(kTileRows * ldc), 99.0f);
+      darkbert::detail::avx2::tile_6x16(a.data(), K, bc.data(), columns, columns, K, c.data(), ldc, c_rows);
+      for (Index i = 0; i < kTileRows; ++i)
+        for (Index t = 0; t < ldc; ++t) {
+          const float got = c[i * ldc + t];
+          if (i >= c_rows || t >= columns) {
+            REQUIRE(got == 99.0f);
+            continue;
+          }
+          double expected = 0;
+          for (Index k = 0; k < K; ++k) expected += double(a[i * K + k]) * double(b[k * kTileColumns + t]);
+          REQUIRE(std::abs(got - expected) < 1e-5);
+        }
+    }
+}
+#endif

@@ -135,3 +135,54 @@ TEST_CASE("attention maps and contexts have the same bits wherever the maps live
         check_address_independence<double>(L, d, causal);
       }
 }
+
+#if DARKBERT_HAS_AVX2_KERNEL
+TEST_CASE("softmax rows on the avx2 path, forward and backward: a double reference, any address, the avx512 path's bits") {
+  REQUIRE_MESSAGE(darkbert::cpu_has_avx2(), "this CPU has no AVX2 + FMA: the avx2 path cannot be tested here");
+  namespace d = darkbert::kernels::detail;
+  std::mt19937_64 rng(3);
+  std::normal_distribution<double> normal(0.0, 3.0);
+  for (Index L : {1, 7, 8, 9, 15, 16, 17, 40, 128}) {
+    CAPTURE(L);
+    std::vector<float> scores(static_cast<std::size_t>(L)), grad(static_cast<std::size_t>(L));
+    for (auto& v : scores) v = static_cast<float>(normal(rng));
+    for (auto& v : grad) v = static_cast<float>(normal(rng));
+    if (L > 2) scores[1] = std::numeric_limits<float>::lowest();  // a padding key
+    std::vector<float> first_p, first_g;
+    for (Index offset = 0; offset < 8; ++offset) {
+      CAPTURE(offset);
+      std::vector<float, darkbert::AlignedAllocator<float>> row(scores.size() + 16, -3.0f), g(scores.size() + 16, -3.0f);
+      std::copy(scores.begin(), scores.end(), row.begin() + offset);
+      std::copy(grad.begin(), grad.end(), g.begin() + offset);
+      d::softmax_row_avx2(row.data() + offset, L);
+      d::softmax_backward_row_avx2(row.data() + offset, g.data() + offset, L, 0.5f);
+      for (Index i = 0; i < Index(row.size()); ++i)
+        if (i < offset || i >= offset + L) REQUIRE((row[i] == -3.0f && g[i] == -3.0f));  // only the row is written
+      const std::vector<float> p(row.begin() + offset, row.begin() + offset + L), dg(g.begin() + offset, g.begin() + offset + L);
+      if (offset > 0) {
+        CHECK(p == first_p);  // the same bits at any address
+        CHECK(dg == first_g);
+        continue;
+      }
+      double max = scores[0], sum = 0, dot = 0;
+      for (float v : scores) max = std::max(max, double(v));
+      std::vector<double> expected(static_cast<std::size_t>(L));
+      for (Index j = 0; j < L; ++j) sum += expected[j] = std::exp(double(scores[j]) - max);
+      for (Index j = 0; j < L; ++j) dot += double(grad[j]) * (expected[j] /= sum);
+      for (Index j = 0; j < L; ++j) {
+        REQUIRE(std::abs(p[j] - expected[j]) <= 1e-6 * expected[j] + 1e-9);
+        REQUIRE(std::abs(dg[j] - 0.5 * expected[j] * (grad[j] - dot)) <= 1e-5 * (1 + std::abs(grad[j])) * expected[j] + 1e-9);
+      }
+      first_p = p;
+      first_g = dg;
+#if DARKBERT_HAS_AVX512_KERNEL
+      if (darkbert::cpu_has_avx512()) {  // the same exp and the same order of sums: the same bits
+        std::vector<float> p512 = scores;
+        d::softmax_row_avx512(p512.data(), L);
+        CHECK(p512 == p);
+      }
+#endif
+    }
+  }
+}
+#endif

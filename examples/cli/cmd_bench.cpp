@@ -1,9 +1,14 @@
 // darkbert bench forward [--layers 12 --hidden 768 --heads 12 --ff 3072 --seq 128 --batch 8 --reps 5
 //                         --threads N] [--no-attentions] [--hooks noop] [--dtype float32|float64]
+//                         [--kernel auto|avx512|avx2|blas]
 //
 // Times the forward pass of a randomly initialised BERT-shaped encoder (seeded) and prints one line:
-//   ms_per_batch=… ms_per_seq=… gflops=… peak_rss_mb=… median_ms_per_batch=…
+//   ms_per_batch=… ms_per_seq=… gflops=… peak_rss_mb=… median_ms_per_batch=… blas_core=… kernel=…
 // (best of --reps after one warm-up; GFLOP/s from the best time).
+//
+// --kernel forces the kernel path as DARKBERT_KERNEL does (core/kernel_dispatch.hpp; the option wins over
+// the variable). OpenBLAS's kernel set was fixed when the program loaded (blas_core=…): to time the avx2
+// path as a CPU without AVX-512 runs it, start with OPENBLAS_CORETYPE=Haswell DARKBERT_KERNEL=avx2.
 //
 // darkbert bench train-step [same shape options; --batch 8 by default] [--no-dropout]
 //
@@ -16,7 +21,8 @@
 
 #include <algorithm>  // std::sort
 #include <chrono>     // std::chrono::steady_clock
-#include <cstdio>     // std::printf
+#include <cstdio>     // std::printf, std::fprintf
+#include <cstdlib>    // setenv
 #include <fstream>    // std::ifstream
 #include <limits>     // std::numeric_limits
 #include <random>     // std::mt19937_64
@@ -24,6 +30,7 @@
 
 #include "commands.hpp"
 #include "darkbert/core/blas_kernel.hpp"
+#include "darkbert/core/kernel_dispatch.hpp"  // kernel_path, kernel_path_name
 #include "darkbert/core/threads.hpp"
 #include "darkbert/model/transformer.hpp"
 #include "darkbert/train/optimizer.hpp"
@@ -38,7 +45,17 @@ struct BenchForwardOptions {
   std::string dtype = "float32";
   std::uint64_t seed = 0;
   bool no_dropout = false;
+  std::string kernel;  // empty: DARKBERT_KERNEL decides
 };
+
+// Applies --kernel before the first product asks for the path (it is fixed on first use), and says when
+// an avx2 timing would use OpenBLAS's AVX-512 kernels for the BLAS calls.
+inline void apply_kernel_option(const BenchForwardOptions& o) {
+  if (!o.kernel.empty()) ::setenv("DARKBERT_KERNEL", o.kernel.c_str(), 1);
+  if (kernel_path() == KernelPath::avx2 && is_avx512_core(blas_core_name()))
+    std::fprintf(stderr, "note: OpenBLAS runs its %s kernels here; for the BLAS of a CPU without AVX-512, run with "
+                 "OPENBLAS_CORETYPE=Haswell DARKBERT_KERNEL=avx2\n", blas_core_name().c_str());
+}
 
 // FLOPs of one sequence through the encoder: projections, FFN, and the two attention products.
 inline double forward_flops_per_sequence(double L, double H, double I, double layers) {
@@ -101,8 +118,9 @@ void bench_forward(const BenchForwardOptions& o) {
   std::sort(times.begin(), times.end());
   const double best = times.front(), median = times[times.size() / 2];
   const double flops = forward_flops_per_sequence(o.seq, o.hidden, o.ff, o.layers) * o.batch;
-  std::printf("ms_per_batch=%.2f ms_per_seq=%.2f gflops=%.1f peak_rss_mb=%.1f median_ms_per_batch=%.2f blas_core=%s\n",
-              best, best / o.batch, flops / (best * 1e6), peak_rss_mb(), median, blas_core_name().c_str());
+  std::printf("ms_per_batch=%.2f ms_per_seq=%.2f gflops=%.1f peak_rss_mb=%.1f median_ms_per_batch=%.2f blas_core=%s "
+              "kernel=%s\n", best, best / o.batch, flops / (best * 1e6), peak_rss_mb(), median, blas_core_name().c_str(),
+              kernel_path_name(kernel_path()));
 }
 
 template <class T>
@@ -133,8 +151,9 @@ void bench_train_step(const BenchForwardOptions& o) {
   std::sort(times.begin(), times.end());
   const double best = times.front(), median = times[times.size() / 2];
   const double flops = 3 * forward_flops_per_sequence(o.seq, o.hidden, o.ff, o.layers) * o.batch;
-  std::printf("ms_per_step=%.1f median_ms=%.1f tokens_per_s=%.0f gflops=%.1f peak_rss_mb=%.1f blas_core=%s\n", best,
-              median, o.batch * o.seq / (best / 1000), flops / (best * 1e6), peak_rss_mb(), blas_core_name().c_str());
+  std::printf("ms_per_step=%.1f median_ms=%.1f tokens_per_s=%.0f gflops=%.1f peak_rss_mb=%.1f blas_core=%s kernel=%s\n",
+              best, median, o.batch * o.seq / (best / 1000), flops / (best * 1e6), peak_rss_mb(), blas_core_name().c_str(),
+              kernel_path_name(kernel_path()));
 }
 
 // The model shape, timing and type options both benchmarks take.
@@ -149,6 +168,8 @@ inline void add_shape_options(CLI::App* cmd, BenchForwardOptions& o) {
   cmd->add_option("--threads", o.threads, "Threads for OpenBLAS and OpenMP (0 = all cores)")->capture_default_str();
   cmd->add_option("--seed", o.seed, "Seed for weights, token ids and dropout")->capture_default_str();
   cmd->add_option("--dtype", o.dtype, "Computation type")->check(CLI::IsMember({"float32", "float64"}));
+  cmd->add_option("--kernel", o.kernel, "Kernel path, as DARKBERT_KERNEL (default: that variable, else auto)")
+      ->check(CLI::IsMember({"auto", "avx512", "avx2", "blas"}));
 }
 
 void add_bench_command(CLI::App& app) {
@@ -157,13 +178,14 @@ void add_bench_command(CLI::App& app) {
   bench->require_subcommand(1);
   auto o = std::make_shared<BenchForwardOptions>();
   auto* fwd = bench->add_subcommand("forward", "Time the forward pass of a random BERT-shaped encoder");
-  fwd->footer("Example: darkbert bench forward --batch 1 --reps 10 --hooks noop");
+  fwd->footer("Example: darkbert bench forward --batch 1 --reps 10 --hooks noop --kernel avx2");
   add_shape_options(fwd, *o);
   fwd->add_flag("--no-attentions", o->no_attentions, "Do not keep the attention maps");
   fwd->add_option("--hooks", o->hooks, "none, or noop: an observe-only hook on every hook point")
       ->check(CLI::IsMember({"none", "noop"}));
   fwd->callback([o] {
     if (o->hidden % o->heads != 0) fail("bench forward: --hidden ", o->hidden, " is not divisible by --heads ", o->heads);
+    apply_kernel_option(*o);
     if (o->dtype == "float64") bench_forward<double>(*o);
     else bench_forward<float>(*o);
   });
@@ -175,6 +197,7 @@ void add_bench_command(CLI::App& app) {
   train->add_flag("--no-dropout", t->no_dropout, "Train without dropout");
   train->callback([t] {
     if (t->hidden % t->heads != 0) fail("bench train-step: --hidden ", t->hidden, " is not divisible by --heads ", t->heads);
+    apply_kernel_option(*t);
     if (t->dtype == "float64") bench_train_step<double>(*t);
     else bench_train_step<float>(*t);
   });

@@ -24,7 +24,8 @@ int main(int argc, char** argv) {
   static char stdout_buffer[1 << 20];
   if (!::isatty(STDOUT_FILENO)) std::setvbuf(stdout, stdout_buffer, _IOFBF, sizeof stdout_buffer);
   CLI::App app{"darkbert: exact transformer forward passes, hooks and attention analysis"};
-  // The kernel line tells which product code this process runs (DARKBERT_KERNEL=blas forces BLAS).
+  // The kernel line tells which product code this process runs: avx512, avx2 or blas (DARKBERT_KERNEL
+  // forces one).
   app.set_version_flag("--version", [] {
     return std::string("darkbert ") + darkbert::version + " (kernel: " + darkbert::kernel_path_name(darkbert::kernel_path()) +
            ", OpenBLAS core: " + darkbert::blas_core_name() + ")";

@@ -15,6 +15,8 @@
 ///
 /// It re-executes the program with OPENBLAS_CORETYPE=SkylakeX when the CPU has AVX-512 and OpenBLAS would
 /// use an older kernel set. Set DARKBERT_KEEP_BLAS_CORETYPE=1 to keep whatever OPENBLAS_CORETYPE says.
+/// Under DARKBERT_KERNEL=avx2 it keeps it too: that path stands for a CPU without AVX-512, so its BLAS
+/// calls (the backward products) run the AVX2 kernels such a CPU would (`OPENBLAS_CORETYPE=Haswell`).
 
 #include <cblas.h>   // openblas_get_corename
 #include <unistd.h>  // execv
@@ -37,10 +39,13 @@ inline bool is_avx512_core(const std::string& core) {
   return core == "SkylakeX" || core == "Cooperlake" || core == "SapphireRapids";
 }
 
-/// Re-executes the program once with OPENBLAS_CORETYPE=SkylakeX when the CPU has AVX-512 and OpenBLAS
-/// would use an older kernel set; call it first thing in main() (see the top of this header).
+/// Re-executes the program once with OPENBLAS_CORETYPE=SkylakeX when the CPU has AVX-512, the kernel path
+/// is not forced to avx2, and OpenBLAS would use an older kernel set; call it first thing in main() (see
+/// the top of this header).
 inline void restart_with_fast_blas_kernel(char** argv) {
   if (std::getenv("DARKBERT_KEEP_BLAS_CORETYPE") != nullptr || !cpu_has_avx512()) return;
+  const char* path = std::getenv("DARKBERT_KERNEL");
+  if (path != nullptr && std::string(path) == "avx2") return;
   if (is_avx512_core(blas_core_name())) return;
   if (std::getenv("DARKBERT_BLAS_RESTARTED") != nullptr) return;  // never loop
   ::setenv("OPENBLAS_CORETYPE", "SkylakeX", 1);

@@ -1,19 +1,21 @@
 #pragma once
 /// @file
-/// Which code computes the float products: darkbert's AVX-512 tile kernel or BLAS, chosen at run time.
+/// Which code computes the float work: darkbert's AVX-512 kernels, its AVX2 + FMA kernels, or BLAS (and
+/// plain loops), chosen at run time.
 ///
-/// The tile kernel (core/detail/xwt_kernel_avx512.hpp) is compiled with a function target attribute, so it
-/// exists in every build on x86-64 whatever flags the consumer uses (plain `-O2` included); the CPU is
-/// asked once, on first use, whether it can run it. CPUs without AVX-512 take the BLAS path. The
-/// environment variable `DARKBERT_KERNEL` (read once per process, before the first product) forces a
-/// path: `blas` (on any CPU), `avx512` (an error where the CPU cannot run it, rather than a silent
-/// fallback), or `auto` (the default: the fastest path this CPU runs). Every path keeps the same numerical
-/// promises (README, "Correctness": reproducibility), and the test suite runs its float tests under each
-/// path the machine can run (tests/CMakeLists.txt).
+/// The tile kernels (core/detail/xwt_kernel_avx512.hpp, core/detail/xwt_kernel_avx2.hpp) and the vector
+/// loops of softmax, GELU and LayerNorm are compiled with function target attributes, so they exist in
+/// every build on x86-64 whatever flags the consumer uses (plain `-O2` included); the CPU is asked once,
+/// on first use, which of them it can run. `auto` takes AVX-512 where it runs, else AVX2 + FMA (Zen 2/3,
+/// Intel client CPUs), else BLAS. The environment variable `DARKBERT_KERNEL` (read once per process,
+/// before the first product) forces a path: `blas` (on any CPU), `avx2` or `avx512` (an error where the
+/// CPU cannot run it, rather than a silent fallback), or `auto` (the default). Every path keeps the same
+/// numerical promises (README, "Correctness": reproducibility), and the test suite runs its float tests under each path
+/// the machine can run (tests/CMakeLists.txt). Paths may differ from each other in the last bits.
 ///
 /// @code
-/// if (darkbert::kernel_path() == darkbert::KernelPath::avx512) std::puts("tile kernel");
-/// std::puts(darkbert::kernel_path_name(darkbert::kernel_path()));  // "avx512" or "blas"
+/// if (darkbert::kernel_path() == darkbert::KernelPath::avx2) std::puts("8-wide tile kernel");
+/// std::puts(darkbert::kernel_path_name(darkbert::kernel_path()));  // "avx512", "avx2" or "blas"
 /// @endcode
 
 #include <cstdlib>      // std::getenv
@@ -26,9 +28,15 @@
 #define DARKBERT_HAS_AVX512_KERNEL 1
 /// Compiles one function for AVX-512 (and FMA) whatever the translation unit's own -m flags are.
 #define DARKBERT_AVX512_TARGET __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma")))
+/// 1 when the AVX2 + FMA kernels are compiled in (the same condition), else 0.
+#define DARKBERT_HAS_AVX2_KERNEL 1
+/// Compiles one function for AVX2 and FMA whatever the translation unit's own -m flags are.
+#define DARKBERT_AVX2_TARGET __attribute__((target("avx2,fma")))
 #else
 #define DARKBERT_HAS_AVX512_KERNEL 0
 #define DARKBERT_AVX512_TARGET
+#define DARKBERT_HAS_AVX2_KERNEL 0
+#define DARKBERT_AVX2_TARGET
 #endif
 
 // GCC 12's unmasked AVX-512 intrinsics pass _mm512_undefined_ps() as the merge source, which
@@ -47,14 +55,23 @@
 
 namespace darkbert {
 
-/// The implementation of the float products (Linear layers and the per-head attention products).
+/// The implementation of the float products (Linear layers and the per-head attention products) and of the
+/// float softmax, GELU and LayerNorm loops.
 enum class KernelPath {
   avx512,  ///< darkbert's register-tiled AVX-512 kernel (BLAS still takes double and very long K)
-  blas,    ///< OpenBLAS (and Eigen for the per-head products) for everything
+  avx2,    ///< darkbert's register-tiled AVX2 + FMA kernel and AVX2 loops (BLAS still takes double and the backward products)
+  blas,    ///< OpenBLAS (and plain loops) for everything
 };
 
-/// "avx512" or "blas".
-inline const char* kernel_path_name(KernelPath path) { return path == KernelPath::avx512 ? "avx512" : "blas"; }
+/// "avx512", "avx2" or "blas": the value of DARKBERT_KERNEL that forces the path.
+inline const char* kernel_path_name(KernelPath path) {
+  switch (path) {
+    case KernelPath::avx512: return "avx512";
+    case KernelPath::avx2: return "avx2";
+    case KernelPath::blas: return "blas";
+  }
+  return "blas";
+}
 
 /// Whether this CPU can run the tile kernel (AVX-512 F/BW/DQ/VL and FMA); false off x86-64.
 inline bool cpu_has_avx512() {
@@ -66,31 +83,50 @@ inline bool cpu_has_avx512() {
 #endif
 }
 
+/// Whether this CPU can run the AVX2 kernels (AVX2 and FMA); false off x86-64.
+inline bool cpu_has_avx2() {
+#if DARKBERT_HAS_AVX2_KERNEL
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+  return false;
+#endif
+}
+
 namespace detail {
-// The choice itself, apart from the process state so tests can call it: `env` is DARKBERT_KERNEL (or
-// null when unset).
-inline KernelPath choose_kernel_path(bool kernel_compiled, bool cpu_can_run, const char* env) {
+// The choice itself, apart from the process state so tests can call it: `compiled` says whether the
+// vector kernels are in this build (x86-64 with GCC or Clang), `cpu_avx512` / `cpu_avx2` what the CPU
+// runs, `env` is DARKBERT_KERNEL (or null when unset).
+inline KernelPath choose_kernel_path(bool compiled, bool cpu_avx512, bool cpu_avx2, const char* env) {
   const std::string_view request = env != nullptr ? env : "";
   if (request == "blas") return KernelPath::blas;
   if (request == "avx512") {
-    require(kernel_compiled, "DARKBERT_KERNEL='avx512': the AVX-512 kernels are not compiled into this build ",
+    require(compiled, "DARKBERT_KERNEL='avx512': the AVX-512 kernels are not compiled into this build ",
             "(they need x86-64 and GCC or Clang); use 'auto' or 'blas'");
-    require(cpu_can_run, "DARKBERT_KERNEL='avx512': this CPU cannot run the AVX-512 kernels (they need ",
-            "AVX-512 F, BW, DQ, VL and FMA); use 'auto' or 'blas'");
+    require(cpu_avx512, "DARKBERT_KERNEL='avx512': this CPU cannot run the AVX-512 kernels (they need ",
+            "AVX-512 F, BW, DQ, VL and FMA); use 'auto'", cpu_avx2 ? ", 'avx2'" : "", " or 'blas'");
     return KernelPath::avx512;
   }
+  if (request == "avx2") {
+    require(compiled, "DARKBERT_KERNEL='avx2': the AVX2 kernels are not compiled into this build ",
+            "(they need x86-64 and GCC or Clang); use 'auto' or 'blas'");
+    require(cpu_avx2, "DARKBERT_KERNEL='avx2': this CPU cannot run the AVX2 kernels (they need AVX2 and FMA); ",
+            "use 'auto' or 'blas'");
+    return KernelPath::avx2;
+  }
   require(request.empty() || request == "auto", "DARKBERT_KERNEL='", request,
-          "': expected 'auto' (the fastest path this CPU runs), 'avx512' or 'blas'");
-  return kernel_compiled && cpu_can_run ? KernelPath::avx512 : KernelPath::blas;
+          "': expected 'auto' (the fastest path this CPU runs), 'avx512', 'avx2' or 'blas'");
+  if (compiled && cpu_avx512) return KernelPath::avx512;
+  if (compiled && cpu_avx2) return KernelPath::avx2;
+  return KernelPath::blas;
 }
 }  // namespace detail
 
 /// The path this process uses, decided on the first call and then fixed (a function-local constant).
-/// Throws darkbert::error when DARKBERT_KERNEL holds something other than "auto", "avx512" or "blas", or
-/// asks for "avx512" where it cannot run.
+/// Throws darkbert::error when DARKBERT_KERNEL holds something other than "auto", "avx512", "avx2" or
+/// "blas", or asks for a path the CPU cannot run.
 inline KernelPath kernel_path() {
-  static const KernelPath path =
-      detail::choose_kernel_path(DARKBERT_HAS_AVX512_KERNEL, cpu_has_avx512(), std::getenv("DARKBERT_KERNEL"));
+  static const KernelPath path = detail::choose_kernel_path(DARKBERT_HAS_AVX512_KERNEL, cpu_has_avx512(),
+                                                            cpu_has_avx2(), std::getenv("DARKBERT_KERNEL"));
   return path;
 }
 

@@ -10,12 +10,12 @@
 /// of every row of y, and the parts of a row cover it; it must only touch the span it is given.
 /// @endcode
 ///
-/// float on AVX-512 machines runs darkbert's own register-tiled kernel (core/detail/xwt_kernel_avx512.hpp),
-/// which reaches ≈93% of the FMA peak on BERT-sized layers; everything else — double, CPUs without
-/// AVX-512, and the one shape where OpenBLAS's own AVX-512 kernels win (long K with many rows, where its
-/// K-blocking keeps more in cache) — goes to BLAS followed by one parallel epilogue pass. The kernel is
-/// compiled for AVX-512 by a target attribute and chosen at run time (core/kernel_dispatch.hpp), so the
-/// consumer's compiler flags do not matter.
+/// float runs darkbert's own register-tiled kernels: the AVX-512 one (core/detail/xwt_kernel_avx512.hpp,
+/// ≈93% of the FMA peak on BERT-sized layers) on the avx512 path, the AVX2 + FMA one
+/// (core/detail/xwt_kernel_avx2.hpp) on the avx2 path. Everything else — double, the blas path, and the
+/// shapes where OpenBLAS was measured to win (xwt_kernel_chosen) — goes to BLAS followed by one parallel
+/// epilogue pass. The kernels are compiled by target attributes and chosen at run time
+/// (core/kernel_dispatch.hpp), so the consumer's compiler flags do not matter.
 
 #include <omp.h>  // omp_in_parallel, omp_get_max_threads, omp_get_thread_num, omp_get_num_threads
 
@@ -25,12 +25,15 @@
 
 #include "blas.hpp"
 #include "blas_kernel.hpp"  // blas_core_name, is_avx512_core
-#include "kernel_dispatch.hpp"  // kernel_path, DARKBERT_HAS_AVX512_KERNEL
+#include "kernel_dispatch.hpp"  // kernel_path, DARKBERT_HAS_AVX512_KERNEL, DARKBERT_HAS_AVX2_KERNEL
 #include "matrix.hpp"
 #include "tensor.hpp"  // AlignedAllocator
 
 #if DARKBERT_HAS_AVX512_KERNEL
 #include "detail/xwt_kernel_avx512.hpp"
+#endif
+#if DARKBERT_HAS_AVX2_KERNEL
+#include "detail/xwt_kernel_avx2.hpp"
 #endif
 
 namespace darkbert {
@@ -47,10 +50,11 @@ struct XwtScratch {
   }
 };
 
-/// Whether the kernel (rather than BLAS) computes products of T in this process: float on the avx512 path.
+/// Whether a tile kernel (rather than BLAS) computes products of T in this process: float on the avx512
+/// and avx2 paths.
 template <class T>
 bool xwt_kernel_available() {
-  return std::is_same_v<T, float> && kernel_path() == KernelPath::avx512;
+  return std::is_same_v<T, float> && kernel_path() != KernelPath::blas;
 }
 
 namespace detail {
@@ -61,8 +65,13 @@ inline bool blas_runs_avx512() {
 }
 }  // namespace detail
 
-/// Whether the tile kernel (on the avx512 path) takes a product of `rows` rows and depth `in`.
-inline bool xwt_kernel_chosen(Index rows, Index in) {
+/// Whether the tile kernel of `path` (avx512 or avx2) takes a product of `rows` rows and depth `in`.
+inline bool xwt_kernel_chosen(Index rows, Index in, KernelPath path = kernel_path()) {
+  if (path == KernelPath::avx2) {
+    // Measured against OpenBLAS's Haswell kernels (benchmarks/bench_xwt_gemm.cpp): under 8 rows most of
+    // the 16-token panel would be padding.
+    return rows >= 8;
+  }
   // Measured on BERT-base shapes (benchmarks/bench_xwt_gemm.cpp): the kernel wins at every shape with
   // in <= 1024 and at every shape with up to 256 rows; OpenBLAS's SkylakeX kernels win for in = 3072 with
   // 1024 rows (its K-blocking keeps more in cache), its AVX2 kernels never do. Under 16 rows most of the
@@ -129,6 +138,53 @@ DARKBERT_AVX512_TARGET void xwt_gemm_avx512(const float* x, Index rows, Index in
 }
 #endif
 
+#if DARKBERT_HAS_AVX2_KERNEL
+/// The same on the AVX2 + FMA kernel: 6 × 16 tiles, panels of 16 tokens, blocks of 16 tiles (96 outputs).
+template <class Epilogue>
+DARKBERT_AVX2_TARGET void xwt_gemm_avx2(const float* x, Index rows, Index in, const float* w, Index out, float* y,
+                                        XwtScratch& scratch, Epilogue& epilogue) {
+  using namespace avx2;
+  const Index panels = (rows + kTileColumns - 1) / kTileColumns;
+  const Index tiles = (out + kTileRows - 1) / kTileRows;
+  const Index panel_floats = kTileColumns * in;
+  float* packed = scratch.reserve(panels * panel_floats + kTileRows * in);
+  Index last_ld = 0;
+  const float* last_tile = tile_rows(w + (tiles - 1) * kTileRows * in, in, out - (tiles - 1) * kTileRows, in,
+                                     packed + panels * panel_floats, last_ld);
+  // 16 tiles (96 outputs × in) of W stay in L2 while every panel of x streams past them.
+  constexpr Index tiles_per_block = 16;
+  const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+#pragma omp parallel num_threads(threads)
+  {
+#pragma omp for schedule(static)
+    for (Index p = 0; p < panels; ++p)
+      pack_panel(x + p * kTileColumns * in, in, std::min(kTileColumns, rows - p * kTileColumns), in, packed + p * panel_floats);
+    // (implicit barrier: every panel is packed before any thread reads one)
+    const Index n = omp_get_num_threads(), id = omp_get_thread_num();
+    const Index first_tile = tiles * id / n, end_tile = tiles * (id + 1) / n;
+    alignas(32) float tile[kTileRows * kTileColumns];
+    for (Index block = first_tile; block < end_tile; block += tiles_per_block) {
+      const Index block_end = std::min(end_tile, block + tiles_per_block);
+      const Index col_begin = block * kTileRows, col_end = std::min(out, block_end * kTileRows);
+      for (Index p = 0; p < panels; ++p) {
+        const Index row_begin = p * kTileColumns, tokens = std::min(kTileColumns, rows - row_begin);
+        for (Index t_i = block; t_i < block_end; ++t_i) {
+          const Index o = t_i * kTileRows, outs = std::min(kTileRows, out - o);
+          tile_6x16(t_i == tiles - 1 ? last_tile : w + o * in, in, packed + p * panel_floats, kTileColumns, kTileColumns,
+                    in, tile, kTileColumns);
+          for (Index t = 0; t < tokens; ++t) {
+            float* y_row = y + (row_begin + t) * out + o;
+            for (Index i = 0; i < outs; ++i) y_row[i] = tile[i * kTileColumns + t];
+          }
+        }
+        for (Index t = 0; t < tokens; ++t)
+          epilogue(y + (row_begin + t) * out + col_begin, col_begin, col_end - col_begin);
+      }
+    }
+  }
+}
+#endif
+
 }  // namespace detail
 
 /// y = x · Wᵀ, then the epilogue on each finished block of y (see the top of this header).
@@ -141,14 +197,21 @@ DARKBERT_AVX512_TARGET void xwt_gemm_avx512(const float* x, Index rows, Index in
 template <class T, class Epilogue>
 void xwt_gemm(const T* x, Index rows, Index in, const T* w, Index out, T* y, XwtScratch& scratch, Epilogue&& epilogue) {
   if (rows == 0 || out == 0) return;
-#if DARKBERT_HAS_AVX512_KERNEL
   if constexpr (std::is_same_v<T, float>) {
-    if (kernel_path() == KernelPath::avx512 && xwt_kernel_chosen(rows, in)) {
+    const KernelPath path = kernel_path();
+#if DARKBERT_HAS_AVX512_KERNEL
+    if (path == KernelPath::avx512 && xwt_kernel_chosen(rows, in, path)) {
       detail::xwt_gemm_avx512(x, rows, in, w, out, y, scratch, epilogue);
       return;
     }
-  }
 #endif
+#if DARKBERT_HAS_AVX2_KERNEL
+    if (path == KernelPath::avx2 && xwt_kernel_chosen(rows, in, path)) {
+      detail::xwt_gemm_avx2(x, rows, in, w, out, y, scratch, epilogue);
+      return;
+    }
+#endif
+  }
   (void)scratch;
   detail::xwt_gemm_blas(x, rows, in, w, out, y, epilogue);
 }

@@ -8,7 +8,9 @@
 /// @endcode
 /// float uses a rational erf (max error ~1e-7, below float resolution of the result); double uses std::erf.
 /// One enum names them everywhere: the config's hidden_act, a linear layer's fused epilogue, a head's
-/// activation.
+/// activation. On the avx512 path the float erf GELU is a loop compiled for AVX-512; on the avx2 path
+/// (core/kernel_dispatch.hpp) every float activation, forward and backward, runs in AVX2 intrinsics
+/// (core/detail/vector_math_avx2.hpp), whatever flags the consumer compiled with.
 
 #include <omp.h>  // omp_in_parallel
 
@@ -19,8 +21,11 @@
 #include <Eigen/Core>  // Eigen::Map (vectorised exp and tanh)
 
 #include "../core/aligned_chunks.hpp"  // transform_in_aligned_chunks
-#include "../core/kernel_dispatch.hpp"  // kernel_path, DARKBERT_AVX512_TARGET
+#include "../core/kernel_dispatch.hpp"  // kernel_path, DARKBERT_AVX512_TARGET, DARKBERT_AVX2_TARGET
 #include "../core/matrix.hpp"
+#if DARKBERT_HAS_AVX2_KERNEL
+#include "../core/detail/vector_math_avx2.hpp"  // exp_avx2, erf_avx2, tanh_avx2, first_lanes
+#endif
 
 namespace darkbert {
 
@@ -95,6 +100,67 @@ DARKBERT_AVX512_TARGET inline void gelu_erf_avx512(float* x, Index n) {
   for (Index i = 0; i < n; ++i) x[i] = gelu_erf(x[i]);
 }
 #endif
+
+#if DARKBERT_HAS_AVX2_KERNEL
+DARKBERT_INTRINSICS_WARNINGS_OFF
+/// gelu_erf of 8 floats: 0.5 x (1 + erf(x / sqrt 2)).
+DARKBERT_AVX2_TARGET inline __m256 gelu_erf_avx2(__m256 x) {
+  using namespace darkbert::detail::avx2;
+  const __m256 e = erf_avx2(_mm256_mul_ps(x, _mm256_set1_ps(float(kSqrtHalf))));
+  return _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), x), _mm256_add_ps(_mm256_set1_ps(1.0f), e));
+}
+
+/// The argument of gelu_tanh's tanh, sqrt(2/pi) (x + 0.044715 x³), of 8 floats.
+DARKBERT_AVX2_TARGET inline __m256 gelu_tanh_inner_avx2(__m256 x) {
+  const __m256 cubic = _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(0.044715f), x), _mm256_mul_ps(x, x));
+  return _mm256_mul_ps(_mm256_set1_ps(float(kSqrtTwoOverPi)), _mm256_add_ps(x, cubic));
+}
+
+/// x[i] = f(x[i]) for i < n on the avx2 path (f: gelu_erf, gelu_tanh or tanh), 8 at a time; the row's end
+/// through masked loads and stores.
+DARKBERT_AVX2_TARGET inline void activate_avx2(float* x, Index n, Activation f) {
+  using namespace darkbert::detail::avx2;
+  for (Index i = 0; i < n; i += 8) {
+    const __m256i lanes = first_lanes(n - i);
+    const __m256 v = _mm256_maskload_ps(x + i, lanes);
+    __m256 y = v;
+    if (f == Activation::gelu_erf) {
+      y = gelu_erf_avx2(v);
+    } else if (f == Activation::gelu_tanh) {
+      const __m256 t = tanh_avx2(gelu_tanh_inner_avx2(v));
+      y = _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), v), _mm256_add_ps(_mm256_set1_ps(1.0f), t));
+    } else if (f == Activation::tanh) {
+      y = tanh_avx2(v);
+    }
+    _mm256_maskstore_ps(x + i, lanes, y);
+  }
+}
+
+/// grad[i] *= f'(x[i]) for i < n on the avx2 path (f: gelu_erf or gelu_tanh; x is the activation's input),
+/// the formulas of gelu_erf_derivative and gelu_tanh_derivative.
+DARKBERT_AVX2_TARGET inline void gelu_backward_avx2(const float* x, float* grad, Index n, Activation f) {
+  using namespace darkbert::detail::avx2;
+  const __m256 half = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.0f);
+  for (Index i = 0; i < n; i += 8) {
+    const __m256i lanes = first_lanes(n - i);
+    const __m256 v = _mm256_maskload_ps(x + i, lanes);
+    __m256 derivative;
+    if (f == Activation::gelu_erf) {  // Φ(x) + x φ(x)
+      const __m256 gauss = exp_avx2(_mm256_mul_ps(_mm256_set1_ps(-0.5f), _mm256_mul_ps(v, v)));
+      const __m256 cdf = _mm256_mul_ps(half, _mm256_add_ps(one, erf_avx2(_mm256_mul_ps(v, _mm256_set1_ps(float(kSqrtHalf))))));
+      derivative = _mm256_fmadd_ps(_mm256_mul_ps(v, _mm256_set1_ps(float(kInvSqrtTwoPi))), gauss, cdf);
+    } else {  // 0.5 (1 + t) + 0.5 x (1 - t²) sqrt(2/pi) (1 + 3 · 0.044715 x²)
+      const __m256 t = tanh_avx2(gelu_tanh_inner_avx2(v));
+      const __m256 slope = _mm256_mul_ps(_mm256_set1_ps(float(kSqrtTwoOverPi)),
+                                         _mm256_fmadd_ps(_mm256_set1_ps(float(3 * 0.044715)), _mm256_mul_ps(v, v), one));
+      const __m256 sech2 = _mm256_fnmadd_ps(t, t, one);
+      derivative = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_mul_ps(half, v), sech2), slope, _mm256_mul_ps(half, _mm256_add_ps(one, t)));
+    }
+    _mm256_maskstore_ps(grad + i, lanes, _mm256_mul_ps(_mm256_maskload_ps(grad + i, lanes), derivative));
+  }
+}
+DARKBERT_INTRINSICS_WARNINGS_ON
+#endif
 }  // namespace detail
 
 /// x[i] = f(x[i] + bias[i]) for i < n (bias may be null). When `pre` is given it receives x + bias, the
@@ -106,6 +172,12 @@ void bias_epilogue(T* x, const T* bias, Index n, Activation f, T* pre = nullptr)
     for (Index i = 0; i < n; ++i) x[i] += bias[i];
   }
   if (pre) std::copy(x, x + n, pre);
+#if DARKBERT_HAS_AVX2_KERNEL
+  if constexpr (std::is_same_v<T, float>) {
+    if (f != Activation::none && f != Activation::relu && kernel_path() == KernelPath::avx2)
+      return detail::activate_avx2(x, n, f);
+  }
+#endif
   switch (f) {
     case Activation::none: return;
     case Activation::gelu_erf:
@@ -147,6 +219,12 @@ inline constexpr Index kActivationChunk = 256;
 DARKBERT_INTRINSICS_WARNINGS_OFF
 template <class T>
 void activation_backward_chunk(const T* x, const T* post, T* grad, Index m, Activation f) {
+#if DARKBERT_HAS_AVX2_KERNEL
+  if constexpr (std::is_same_v<T, float>) {
+    if ((f == Activation::gelu_erf || f == Activation::gelu_tanh) && kernel_path() == KernelPath::avx2)
+      return gelu_backward_avx2(x, grad, m, f);
+  }
+#endif
   alignas(64) T work[kActivationChunk];
   using ConstArray = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
   using Array = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;

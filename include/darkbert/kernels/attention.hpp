@@ -15,10 +15,12 @@
 /// a future key of a causal model gets -inf. A query row whose keys are all padding therefore spreads
 /// uniformly over them, as in HF.
 ///
-/// The two per-head products run on darkbert's AVX-512 tile kernel for float (scores: Q's rows against
-/// K packed as 32-key panels; context: the pattern's rows against V's rows read in place, no packing) and
-/// as one single-threaded BLAS call otherwise (double, or the BLAS path of core/kernel_dispatch.hpp). They
-/// need a little per-thread memory: AttentionScratch, prepared before the loop.
+/// The two per-head products run on darkbert's tile kernels for float, AVX-512 or AVX2 + FMA by the path of
+/// core/kernel_dispatch.hpp (scores: Q's rows against K packed as panels of 32 or 16 keys; context: the
+/// pattern's rows against V's rows read in place, no packing), and as one single-threaded BLAS call
+/// otherwise (double, or the blas path). They need a little per-thread memory: AttentionScratch, prepared
+/// before the loop. The float softmax rows (forward and backward) run in AVX-512 or AVX2 intrinsics on
+/// those paths, whatever flags the consumer compiled with.
 ///
 /// On every path a map's values do not depend on where it lives (the result's attentions, or the lean
 /// forward's scratch): both kernels pack or read their operands the same way at any address, and the
@@ -45,6 +47,10 @@
 #include "dropout.hpp"
 #if DARKBERT_HAS_AVX512_KERNEL
 #include "../core/detail/xwt_kernel_avx512.hpp"
+#endif
+#if DARKBERT_HAS_AVX2_KERNEL
+#include "../core/detail/vector_math_avx2.hpp"  // exp_avx2, fixed_order_lane_sum_avx2
+#include "../core/detail/xwt_kernel_avx2.hpp"
 #endif
 
 namespace darkbert::kernels {
@@ -77,7 +83,9 @@ struct AttentionScratch {
 
   /// Sizes the buffer for `threads` threads on shape `s`.
   void prepare(const AttentionShape& s, int threads) {
-    constexpr Index tile_rows = 12, tile_columns = 32;  // the kernel's register tile
+    // The AVX-512 kernel's register tile; the AVX2 kernel's (6 × 16) needs no more: panels of 16 keys
+    // round L up to less, and its spare rows are half as many.
+    constexpr Index tile_rows = 12, tile_columns = 32;
     const Index panels = (s.length + tile_columns - 1) / tile_columns;
     panel_floats = panels * tile_columns * s.head_dim;
     per_thread = (panel_floats + tile_rows * std::max(s.length, s.head_dim) + 15) / 16 * 16;
@@ -128,10 +136,43 @@ DARKBERT_AVX512_TARGET inline void context_by_tile(const float* P, const float* 
 }
 #endif
 
-/// Whether the per-head products of T run on the tile kernel in this process.
+#if DARKBERT_HAS_AVX2_KERNEL
+/// scores_by_tile on the AVX2 kernel: Q's rows against K packed as 16-key panels.
+DARKBERT_AVX2_TARGET inline void scores_by_tile_avx2(const float* q, const float* k, float* S, Index L, Index d,
+                                                     Index ld, float* work, Index panel_floats) {
+  using namespace darkbert::detail::avx2;
+  float* panels = work;
+  float* spare = work + panel_floats;
+  for (Index p = 0; p * kTileColumns < L; ++p)
+    pack_panel(k + p * kTileColumns * ld, ld, std::min(kTileColumns, L - p * kTileColumns), d, panels + p * kTileColumns * d);
+  for (Index q0 = 0; q0 < L; q0 += kTileRows) {
+    const Index rows = std::min(kTileRows, L - q0);
+    Index lda = 0;
+    const float* a = tile_rows(q + q0 * ld, ld, rows, d, spare, lda);
+    for (Index p = 0; p * kTileColumns < L; ++p)
+      tile_6x16(a, lda, panels + p * kTileColumns * d, kTileColumns, std::min(kTileColumns, L - p * kTileColumns), d,
+                S + q0 * L + p * kTileColumns, L, rows);
+  }
+}
+
+/// context_by_tile on the AVX2 kernel: P's rows against V's rows read in place.
+DARKBERT_AVX2_TARGET inline void context_by_tile_avx2(const float* P, const float* v, float* c, Index L, Index d,
+                                                      Index H, float* spare) {
+  using namespace darkbert::detail::avx2;
+  for (Index q0 = 0; q0 < L; q0 += kTileRows) {
+    const Index rows = std::min(kTileRows, L - q0);
+    Index lda = 0;
+    const float* a = tile_rows(P + q0 * L, L, rows, L, spare, lda);
+    for (Index j0 = 0; j0 < d; j0 += kTileColumns)
+      tile_6x16(a, lda, v + j0, 3 * H, std::min(kTileColumns, d - j0), L, c + q0 * H + j0, H, rows);
+  }
+}
+#endif
+
+/// Whether the per-head products of T run on a tile kernel in this process.
 template <class T>
 bool attention_on_tile() {
-  return DARKBERT_HAS_AVX512_KERNEL && xwt_kernel_available<T>();
+  return (DARKBERT_HAS_AVX512_KERNEL || DARKBERT_HAS_AVX2_KERNEL) && xwt_kernel_available<T>();
 }
 }  // namespace detail
 
@@ -145,9 +186,16 @@ void attention_scores(const T* qkv, const int* key_mask, T* scores, const Attent
   const T* k = q + s.hidden();
   T* S = scores + s.map_offset(b, h);
   if (detail::attention_on_tile<T>()) {
+    if constexpr (std::is_same_v<T, float>) {
 #if DARKBERT_HAS_AVX512_KERNEL
-    if constexpr (std::is_same_v<T, float>) detail::scores_by_tile(q, k, S, L, d, ld, scratch.for_thread(), scratch.panel_floats);
+      if (kernel_path() == KernelPath::avx512)
+        detail::scores_by_tile(q, k, S, L, d, ld, scratch.for_thread(), scratch.panel_floats);
 #endif
+#if DARKBERT_HAS_AVX2_KERNEL
+      if (kernel_path() == KernelPath::avx2)
+        detail::scores_by_tile_avx2(q, k, S, L, d, ld, scratch.for_thread(), scratch.panel_floats);
+#endif
+    }
   } else {
     (void)scratch;  // only the tile kernel needs it
     // S [L, L] = Q [L, d] · K [L, d]ᵀ, Q and K read in place (row stride ld)
@@ -226,6 +274,60 @@ DARKBERT_AVX512_TARGET inline void softmax_row_avx512(float* row, Index visible)
 }
 DARKBERT_INTRINSICS_WARNINGS_ON
 #endif
+
+#if DARKBERT_HAS_AVX2_KERNEL
+DARKBERT_INTRINSICS_WARNINGS_OFF
+/// softmax_row_avx512 on the avx2 path, 8 lanes at a time: element j adds to partial sum j % 16 (two
+/// registers), so the sum, like exp_avx2, has the avx512 path's bits.
+DARKBERT_AVX2_TARGET inline void softmax_row_avx2(float* row, Index visible) {
+  using namespace darkbert::detail::avx2;
+  __m256 vmax = _mm256_set1_ps(row[0]);
+  for (Index j = 0; j < visible; j += 8) {
+    const __m256i lanes = first_lanes(visible - j);
+    const __m256 v = _mm256_blendv_ps(vmax, _mm256_maskload_ps(row + j, lanes), _mm256_castsi256_ps(lanes));
+    vmax = _mm256_max_ps(vmax, v);
+  }
+  __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(vmax), _mm256_extractf128_ps(vmax, 1));  // exact in any order
+  m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+  m4 = _mm_max_ss(m4, _mm_shuffle_ps(m4, m4, 1));
+  const __m256 max = _mm256_set1_ps(_mm_cvtss_f32(m4));
+  __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();  // partial sums of lanes 0-7 and 8-15
+  for (Index j = 0; j < visible; j += 16)
+    for (Index half = 0; half < 16; half += 8) {
+      const __m256i lanes = first_lanes(visible - j - half);  // none past the row's end
+      const __m256 x = _mm256_sub_ps(_mm256_maskload_ps(row + j + half, lanes), max);
+      const __m256 e = _mm256_and_ps(exp_avx2(x), _mm256_castsi256_ps(lanes));
+      _mm256_maskstore_ps(row + j + half, lanes, e);
+      if (half == 0) lo = _mm256_add_ps(lo, e);
+      else hi = _mm256_add_ps(hi, e);
+    }
+  const __m256 inverse = _mm256_set1_ps(1.0f / fixed_order_lane_sum_avx2(lo, hi));
+  for (Index j = 0; j < visible; j += 8) {
+    const __m256i lanes = first_lanes(visible - j);
+    _mm256_maskstore_ps(row + j, lanes, _mm256_mul_ps(_mm256_maskload_ps(row + j, lanes), inverse));
+  }
+}
+
+/// One row of softmax_backward_rows on the avx2 path: the dot product in fixed_order_sum's order of
+/// partial sums (one FMA per element), then g = factor · p · (g - dot).
+DARKBERT_AVX2_TARGET inline void softmax_backward_row_avx2(const float* p, float* g, Index L, float factor) {
+  using namespace darkbert::detail::avx2;
+  __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();  // partial sums of lanes 0-7 and 8-15
+  for (Index j = 0; j < L; j += 16) {
+    const __m256i lanes_lo = first_lanes(L - j), lanes_hi = first_lanes(L - j - 8);
+    lo = _mm256_fmadd_ps(_mm256_maskload_ps(g + j, lanes_lo), _mm256_maskload_ps(p + j, lanes_lo), lo);
+    hi = _mm256_fmadd_ps(_mm256_maskload_ps(g + j + 8, lanes_hi), _mm256_maskload_ps(p + j + 8, lanes_hi), hi);
+  }
+  const __m256 dot = _mm256_set1_ps(fixed_order_lane_sum_avx2(lo, hi));
+  const __m256 f = _mm256_set1_ps(factor);
+  for (Index j = 0; j < L; j += 8) {
+    const __m256i lanes = first_lanes(L - j);
+    const __m256 pj = _mm256_maskload_ps(p + j, lanes), gj = _mm256_maskload_ps(g + j, lanes);
+    _mm256_maskstore_ps(g + j, lanes, _mm256_mul_ps(_mm256_mul_ps(f, pj), _mm256_sub_ps(gj, dot)));
+  }
+}
+DARKBERT_INTRINSICS_WARNINGS_ON
+#endif
 }  // namespace detail
 
 /// In-place row softmax of the masked scores of (b, h). Future keys of a causal row are exactly 0.
@@ -239,6 +341,18 @@ void attention_softmax(T* scores, const AttentionShape& s, Index b, Index h) {
       for (Index i = 0; i < L; ++i) {
         const Index visible = s.causal ? i + 1 : L;
         detail::softmax_row_avx512(map + i * L, visible);
+        std::fill(map + i * L + visible, map + (i + 1) * L, 0.0f);
+      }
+      return;
+    }
+  }
+#endif
+#if DARKBERT_HAS_AVX2_KERNEL
+  if constexpr (std::is_same_v<T, float>) {
+    if (kernel_path() == KernelPath::avx2) {
+      for (Index i = 0; i < L; ++i) {
+        const Index visible = s.causal ? i + 1 : L;
+        detail::softmax_row_avx2(map + i * L, visible);
         std::fill(map + i * L + visible, map + (i + 1) * L, 0.0f);
       }
       return;
@@ -269,9 +383,16 @@ void attention_context_from(const T* qkv, const T* P, T* ctx, const AttentionSha
   const T* v = qkv + b * L * 3 * H + 2 * H + h * d;
   T* c = ctx + b * L * H + h * d;
   if (detail::attention_on_tile<T>()) {
+    if constexpr (std::is_same_v<T, float>) {
 #if DARKBERT_HAS_AVX512_KERNEL
-    if constexpr (std::is_same_v<T, float>) detail::context_by_tile(P, v, c, L, d, H, scratch.for_thread() + scratch.panel_floats);
+      if (kernel_path() == KernelPath::avx512)
+        detail::context_by_tile(P, v, c, L, d, H, scratch.for_thread() + scratch.panel_floats);
 #endif
+#if DARKBERT_HAS_AVX2_KERNEL
+      if (kernel_path() == KernelPath::avx2)
+        detail::context_by_tile_avx2(P, v, c, L, d, H, scratch.for_thread() + scratch.panel_floats);
+#endif
+    }
   } else {
     (void)scratch;  // only the tile kernel needs it
     // c [L, d] (row stride H) = P [L, L] · V [L, d] (row stride 3H, read in place)
@@ -313,6 +434,14 @@ void attention_backward_values(const T* qkv, const T* P, const T* dctx, T* dqkv,
 /// is the gradient of the scores the softmax read (what hook_attn_scores sees).
 template <class T>
 void softmax_backward_rows(const T* P, T* d, Index L, T factor) {
+#if DARKBERT_HAS_AVX2_KERNEL
+  if constexpr (std::is_same_v<T, float>) {
+    if (kernel_path() == KernelPath::avx2) {
+      for (Index i = 0; i < L; ++i) detail::softmax_backward_row_avx2(P + i * L, d + i * L, L, factor);
+      return;
+    }
+  }
+#endif
   for (Index i = 0; i < L; ++i) {
     const T* p = P + i * L;
     T* g = d + i * L;

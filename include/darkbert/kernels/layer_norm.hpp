@@ -9,13 +9,23 @@
 /// Shapes: x, residual, sum_out, out are [rows, cols] row-major; weight, bias [cols]; the statistics a
 /// training pass saves are [rows] (mean, then 1 / sqrt(var + eps)). Raw buffers only: the overloads on a
 /// model's LayerNormParams<T> are in model/layers.hpp.
+///
+/// On the avx2 path (core/kernel_dispatch.hpp) float rows run in AVX2 intrinsics whatever flags the
+/// consumer compiled with; their sums over a row take fixed_order_sum's order (element c into partial sum
+/// c % 16, then pairwise), so a row's result depends on its values alone. Elsewhere, plain loops that sum
+/// in column order.
 
 #include <omp.h>  // omp_in_parallel
 
-#include <cmath>      // std::sqrt
+#include <cmath>        // std::sqrt
+#include <type_traits>  // std::is_same_v
 
+#include "../core/kernel_dispatch.hpp"  // kernel_path, DARKBERT_AVX2_TARGET
 #include "../core/matrix.hpp"
 #include "../core/threads.hpp"  // for_column_blocks
+#if DARKBERT_HAS_AVX2_KERNEL
+#include "../core/detail/vector_math_avx2.hpp"  // first_lanes, fixed_order_lane_sum_avx2
+#endif
 
 namespace darkbert::kernels {
 
@@ -26,11 +36,136 @@ struct NormStats {
   T* rstd = nullptr;  ///<  [rows] 1 / sqrt(var + eps)
 };
 
+namespace detail {
+#if DARKBERT_HAS_AVX2_KERNEL
+DARKBERT_INTRINSICS_WARNINGS_OFF
+/// One row of add_layer_norm_forward_raw on the avx2 path: the same two passes (sum, then squared
+/// deviations), each summed in fixed_order_sum's order; returns mean and rstd through the references.
+DARKBERT_AVX2_TARGET inline void add_layer_norm_row_avx2(const float* x, const float* residual, float* sum_out,
+                                                         float* out, Index cols, const float* w, const float* b,
+                                                         float eps, float& mean_out, float& rstd_out) {
+  using namespace darkbert::detail::avx2;
+  // out doubles as the buffer for the sum, so x may alias out (in-place residual update).
+  __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();  // partial sums of lanes 0-7 and 8-15
+  for (Index c = 0; c < cols; c += 16)
+    for (Index half = 0; half < 16; half += 8) {
+      const __m256i lanes = first_lanes(cols - c - half);  // masked-off lanes load 0
+      __m256 v = _mm256_maskload_ps(x + c + half, lanes);
+      if (residual) v = _mm256_add_ps(v, _mm256_maskload_ps(residual + c + half, lanes));
+      _mm256_maskstore_ps(out + c + half, lanes, v);
+      if (sum_out) _mm256_maskstore_ps(sum_out + c + half, lanes, v);
+      if (half == 0) lo = _mm256_add_ps(lo, v);
+      else hi = _mm256_add_ps(hi, v);
+    }
+  const float mean = fixed_order_lane_sum_avx2(lo, hi) / static_cast<float>(cols);
+  const __m256 vmean = _mm256_set1_ps(mean);
+  lo = hi = _mm256_setzero_ps();
+  for (Index c = 0; c < cols; c += 16)
+    for (Index half = 0; half < 16; half += 8) {
+      const __m256i lanes = first_lanes(cols - c - half);
+      const __m256 d = _mm256_and_ps(_mm256_sub_ps(_mm256_maskload_ps(out + c + half, lanes), vmean),
+                                     _mm256_castsi256_ps(lanes));  // 0 past the row's end, not -mean
+      if (half == 0) lo = _mm256_fmadd_ps(d, d, lo);
+      else hi = _mm256_fmadd_ps(d, d, hi);
+    }
+  const float var = fixed_order_lane_sum_avx2(lo, hi) / static_cast<float>(cols);
+  const float inv = 1.0f / std::sqrt(var + eps);
+  const __m256 vinv = _mm256_set1_ps(inv);
+  for (Index c = 0; c < cols; c += 8) {
+    const __m256i lanes = first_lanes(cols - c);
+    const __m256 normed = _mm256_mul_ps(_mm256_sub_ps(_mm256_maskload_ps(out + c, lanes), vmean), vinv);
+    _mm256_maskstore_ps(out + c, lanes,
+                        _mm256_fmadd_ps(normed, _mm256_maskload_ps(w + c, lanes), _mm256_maskload_ps(b + c, lanes)));
+  }
+  mean_out = mean;
+  rstd_out = inv;
+}
+
+/// dweight[c0, c1) += Σ_rows dy · x̂ and dbias[c0, c1) += Σ_rows dy on the avx2 path: each column summed
+/// over rows in increasing order, as in the plain loop.
+DARKBERT_AVX2_TARGET inline void layer_norm_parameter_grads_avx2(const float* x, const float* mean, const float* rstd,
+                                                                 const float* dy, Index rows, Index cols, Index c0,
+                                                                 Index c1, float* dw, float* db) {
+  using namespace darkbert::detail::avx2;
+  for (Index r = 0; r < rows; ++r) {
+    const float* xr = x + r * cols;
+    const float* gr = dy + r * cols;
+    const __m256 m = _mm256_set1_ps(mean[r]), s = _mm256_set1_ps(rstd[r]);
+    for (Index c = c0; c < c1; c += 8) {
+      const __m256i lanes = first_lanes(c1 - c);
+      const __m256 g = _mm256_maskload_ps(gr + c, lanes);
+      const __m256 xhat = _mm256_mul_ps(_mm256_sub_ps(_mm256_maskload_ps(xr + c, lanes), m), s);
+      _mm256_maskstore_ps(dw + c, lanes, _mm256_fmadd_ps(g, xhat, _mm256_maskload_ps(dw + c, lanes)));
+      _mm256_maskstore_ps(db + c, lanes, _mm256_add_ps(_mm256_maskload_ps(db + c, lanes), g));
+    }
+  }
+}
+
+/// One row of layer_norm_backward_raw's dx on the avx2 path: both means in fixed_order_sum's order.
+DARKBERT_AVX2_TARGET inline void layer_norm_dx_row_avx2(const float* xr, float mean, float rstd, const float* gr,
+                                                        Index cols, const float* w, float* out, bool accumulate) {
+  using namespace darkbert::detail::avx2;
+  const __m256 m = _mm256_set1_ps(mean), s = _mm256_set1_ps(rstd);
+  __m256 g_lo = _mm256_setzero_ps(), g_hi = _mm256_setzero_ps(), gx_lo = _mm256_setzero_ps(), gx_hi = _mm256_setzero_ps();
+  for (Index c = 0; c < cols; c += 16)
+    for (Index half = 0; half < 16; half += 8) {
+      const __m256i lanes = first_lanes(cols - c - half);  // masked-off lanes load 0: g = 0 there
+      const __m256 g = _mm256_mul_ps(_mm256_maskload_ps(gr + c + half, lanes), _mm256_maskload_ps(w + c + half, lanes));
+      const __m256 xhat = _mm256_mul_ps(_mm256_sub_ps(_mm256_maskload_ps(xr + c + half, lanes), m), s);
+      if (half == 0) {
+        g_lo = _mm256_add_ps(g_lo, g);
+        gx_lo = _mm256_fmadd_ps(g, xhat, gx_lo);
+      } else {
+        g_hi = _mm256_add_ps(g_hi, g);
+        gx_hi = _mm256_fmadd_ps(g, xhat, gx_hi);
+      }
+    }
+  const __m256 g_mean = _mm256_set1_ps(fixed_order_lane_sum_avx2(g_lo, g_hi) / static_cast<float>(cols));
+  const __m256 gx_mean = _mm256_set1_ps(fixed_order_lane_sum_avx2(gx_lo, gx_hi) / static_cast<float>(cols));
+  for (Index c = 0; c < cols; c += 8) {
+    const __m256i lanes = first_lanes(cols - c);
+    const __m256 g = _mm256_mul_ps(_mm256_maskload_ps(gr + c, lanes), _mm256_maskload_ps(w + c, lanes));
+    const __m256 xhat = _mm256_mul_ps(_mm256_sub_ps(_mm256_maskload_ps(xr + c, lanes), m), s);
+    // rstd · (g - mean(g) - x̂ · mean(g x̂))
+    __m256 v = _mm256_mul_ps(s, _mm256_fnmadd_ps(xhat, gx_mean, _mm256_sub_ps(g, g_mean)));
+    if (accumulate) v = _mm256_add_ps(_mm256_maskload_ps(out + c, lanes), v);
+    _mm256_maskstore_ps(out + c, lanes, v);
+  }
+}
+DARKBERT_INTRINSICS_WARNINGS_ON
+#endif
+
+/// Whether float rows of LayerNorm run on the avx2 path's intrinsics in this process.
+template <class T>
+bool layer_norm_on_avx2() {
+  if constexpr (std::is_same_v<T, float>) return DARKBERT_HAS_AVX2_KERNEL && kernel_path() == KernelPath::avx2;
+  else return false;
+}
+}  // namespace detail
+
 /// out = LayerNorm(x + residual) row by row with gain w and shift b; residual and sum_out (which
 /// receives x + residual) may be null. [rows, cols] -> [rows, cols].
 template <class T>
 void add_layer_norm_forward_raw(const T* x, const T* residual, T* sum_out, T* out, Index rows, Index cols, const T* w,
                                 const T* b, double eps, NormStats<T> stats = {}) {
+#if DARKBERT_HAS_AVX2_KERNEL
+  if constexpr (std::is_same_v<T, float>) {
+    if (detail::layer_norm_on_avx2<T>()) {
+#pragma omp parallel for schedule(static) if (!omp_in_parallel())
+      for (Index r = 0; r < rows; ++r) {
+        float mean = 0, rstd = 0;
+        detail::add_layer_norm_row_avx2(x + r * cols, residual ? residual + r * cols : nullptr,
+                                        sum_out ? sum_out + r * cols : nullptr, out + r * cols, cols, w, b,
+                                        static_cast<float>(eps), mean, rstd);
+        if (stats.mean) {
+          stats.mean[r] = mean;
+          stats.rstd[r] = rstd;
+        }
+      }
+      return;
+    }
+  }
+#endif
 #pragma omp parallel for schedule(static) if (!omp_in_parallel())
   for (Index r = 0; r < rows; ++r) {
     const T* xr = x + r * cols;
@@ -72,6 +207,22 @@ template <class T>
 void layer_norm_backward_raw(const T* x, NormStats<T> stats, const T* dy, Index rows, Index cols, const T* w, T* dw,
                              T* db, T* dx, bool accumulate = false) {
   const bool parallel = rows * cols > (1 << 14) && !omp_in_parallel();
+#if DARKBERT_HAS_AVX2_KERNEL
+  if constexpr (std::is_same_v<T, float>) {
+    if (detail::layer_norm_on_avx2<T>()) {
+      if (dw)  // first, since dx may overwrite dy
+        for_column_blocks(cols, parallel, [&](Index c0, Index c1) {
+          detail::layer_norm_parameter_grads_avx2(x, stats.mean, stats.rstd, dy, rows, cols, c0, c1, dw, db);
+        });
+      if (!dx) return;
+#pragma omp parallel for schedule(static) if (parallel)
+      for (Index r = 0; r < rows; ++r)
+        detail::layer_norm_dx_row_avx2(x + r * cols, stats.mean[r], stats.rstd[r], dy + r * cols, cols, w, dx + r * cols,
+                                       accumulate);
+      return;
+    }
+  }
+#endif
   if (dw) {  // first, since dx may overwrite dy
     for_column_blocks(cols, parallel, [&](Index c0, Index c1) {
       for (Index r = 0; r < rows; ++r) {
