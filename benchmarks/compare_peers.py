@@ -406,6 +406,8 @@ def run_darkbert(s: Shape, batch: int, args) -> Result:
            "--reps", str(args.reps)]
     if args.darkbert_kernel:
         cmd += ["--kernel", args.darkbert_kernel]
+    if args.darkbert_threads:
+        cmd += ["--threads", str(args.darkbert_threads)]
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, env=darkbert_env(args))
     except OSError as err:
@@ -510,6 +512,9 @@ def parse_args(argv=None):
                         "ONNX Runtime left out where the CPU has AVX-512 (see the top of this script)")
     p.add_argument("--darkbert-kernel", choices=["auto", "avx512", "avx2", "blas"], default=None,
                    help="darkbert's kernel path (`bench --kernel`; default: DARKBERT_KERNEL, else auto)")
+    p.add_argument("--darkbert-threads", type=int, default=0,
+                   help="darkbert's threads (`bench --threads`; default 0 = all cores). 1 beside --threads 1 "
+                        "compares one core each, which a machine shared with other jobs distorts least")
     p.add_argument("--skip-torch", action="store_true")
     p.add_argument("--skip-onnx", action="store_true")
     p.add_argument("--skip-darkbert", action="store_true")
@@ -551,6 +556,7 @@ def main() -> int:
           f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}; {os.cpu_count()} cpus")
     if not args.skip_darkbert:
         print(f"darkbert: {args.darkbert}" + (f", kernel path {args.darkbert_kernel}" if args.darkbert_kernel else "")
+              + (f", {args.darkbert_threads} thread(s)" if args.darkbert_threads else "")
               + (", OPENBLAS_CORETYPE=Haswell" if args.avx2 else ""))
     blas_ok = True
     if not args.skip_torch:
