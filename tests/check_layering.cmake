@@ -1,7 +1,7 @@
 # The folders of include/darkbert/ form layers: a header includes only headers of its own folder and of the
 # folders before it in this order (docs/guide.md, "Layout"). Run with cmake -DSOURCE=<checkout> -P; fails with
 # every include that points up, e.g. a kernel including model/.
-set(layers core kernels autodiff hooks io tokenizer model data analysis viz train study)
+set(layers core kernels autodiff hooks io tokenizer model data analysis viz train study mpi)
 set(root "${SOURCE}/include/darkbert")
 file(GLOB_RECURSE headers RELATIVE "${root}" "${root}/*/*.hpp")
 if(NOT headers)

@@ -115,6 +115,40 @@ expect_same_as_single("${OUT}/merged-3")
 reproduce(TRUE --merge "${OUT}/n3/shard-3" "${OUT}/n3/shard-1" "${OUT}/n3/shard-2" --out "${OUT}/merged-3b")
 expect_same_as_single("${OUT}/merged-3b")
 
+# Under MPI (when darkbert::mpi is built: MPIEXEC is `mpiexec -n 2 ...`): rank r runs shard r+1 of 2 and
+# rank 0 merges; the folder is the single run's. The shards go to OUT.shards/shard-K by default, or where
+# --shard-dir says.
+if(MPIEXEC)
+  set(mpi_env ${env} ${MPI_ENVIRONMENT})
+  foreach(case default rank-dirs)
+    set(extra "")
+    if(case STREQUAL "rank-dirs")
+      set(extra --shard-dir "${OUT}/mpi-scratch/rank-{rank}")
+    endif()
+    string(TIMESTAMP t0 "%s")
+    execute_process(COMMAND ${mpi_env} ${MPIEXEC} "${CLI}" reproduce ${options} --shard mpi --out "${OUT}/mpi-${case}" ${extra} --check
+                    RESULT_VARIABLE rc OUTPUT_VARIABLE log ERROR_VARIABLE err)
+    string(TIMESTAMP t1 "%s")
+    math(EXPR s "${t1} - ${t0}")
+    if(NOT rc EQUAL 0 OR NOT log MATCHES "computed by the ranks" OR NOT log MATCHES "check: every file parses")
+      message(FATAL_ERROR "mpiexec darkbert reproduce --shard mpi (${case}) failed (exit ${rc}):\n${log}\n${err}")
+    endif()
+    message(STATUS "mpiexec -n 2 darkbert reproduce --shard mpi (${case}): ${s} s")
+    expect_same_as_single("${OUT}/mpi-${case}")
+  endforeach()
+  if(NOT EXISTS "${OUT}/mpi-default.shards/shard-2/shard.json" OR NOT EXISTS "${OUT}/mpi-scratch/rank-1/shard.json")
+    message(FATAL_ERROR "the MPI ranks did not write their shards where --shard-dir says")
+  endif()
+  # Every rank fails alike, and clearly, on a --shard-dir that would put both ranks in one folder.
+  execute_process(COMMAND ${mpi_env} ${MPIEXEC} "${CLI}" reproduce ${options} --shard mpi --out "${OUT}/refused"
+                  --shard-dir "${OUT}/one-folder" RESULT_VARIABLE rc OUTPUT_VARIABLE log ERROR_VARIABLE err)
+  if(rc EQUAL 0 OR NOT err MATCHES "rank 1 \\(shard 2/2\\): --shard-dir '[^']*': give \\{shard\\} or \\{rank\\} in it")
+    message(FATAL_ERROR "a --shard-dir without {shard} or {rank} was not refused on every rank:\n${log}\n${err}")
+  endif()
+else()
+  message(STATUS "darkbert::mpi not built (no MPI found): --shard mpi not tested")
+endif()
+
 # Missing: the units named with the shard that should have had them.
 reproduce(FALSE --merge "${OUT}/n3/shard-1" "${OUT}/n3/shard-3" --out "${OUT}/refused")
 if(NOT err MATCHES "units missing from the shards given:\n  shard 2/3 should have had: [a-z]")
@@ -153,8 +187,8 @@ if(NOT rc EQUAL 0 OR NOT log MATCHES "shard 2/3: 0 computed now")
 endif()
 
 # --plan: runs nothing, prints every unit's shard and the prediction.
-reproduce(TRUE --plan --ranks 2)
-if(NOT log MATCHES "table1/MRPC/pretrained/seed-1 +[0-9.]+ +[12]/2 +checkpoint/MRPC/seed-1" OR NOT log MATCHES "predicted on 2 ranks: [0-9]+ s")
+reproduce(TRUE --plan --ranks 2 --cores-per-rank 1)
+if(NOT log MATCHES "table1/MRPC/pretrained/seed-1 +[0-9.]+ +[12]/2 +checkpoint/MRPC/seed-1" OR NOT log MATCHES "predicted on 2 ranks of 1 cores: [0-9.]+ s")
   message(FATAL_ERROR "--plan --ranks 2 did not print the shards and the prediction:\n${log}")
 endif()
 message(STATUS "${log}")

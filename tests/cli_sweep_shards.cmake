@@ -67,6 +67,20 @@ expect_same_as_single("${OUT}/merged-3")
 sweep(TRUE --merge "${OUT}/n3/shard-3" "${OUT}/n3/shard-1" "${OUT}/n3/shard-2" --out "${OUT}/merged-3b")
 expect_same_as_single("${OUT}/merged-3b")
 
+# Under MPI (MPIEXEC: `mpiexec -n 2 ...` when darkbert::mpi is built): each rank sweeps its range into its
+# own --shard-dir, rank 0 merges; the files are the whole sweep's.
+if(MPIEXEC)
+  execute_process(COMMAND ${env} ${MPI_ENVIRONMENT} OMP_NUM_THREADS=1 ${MPIEXEC}
+                  "${CLI}" sweep ${options} --shard mpi --shard-dir "${OUT}/mpi-scratch/shard-{shard}" --out "${OUT}/merged-mpi"
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE log ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0 OR NOT log MATCHES "merged 2 shards")
+    message(FATAL_ERROR "mpiexec darkbert sweep --shard mpi failed (exit ${rc}):\n${log}\n${err}")
+  endif()
+  expect_same_as_single("${OUT}/merged-mpi")
+else()
+  message(STATUS "darkbert::mpi not built (no MPI found): --shard mpi not tested")
+endif()
+
 sweep(FALSE --merge "${OUT}/n3/shard-1" "${OUT}/n3/shard-3" --out "${OUT}/refused")
 if(NOT err MATCHES "ablations missing from the shards given:\n  shard 2/3 should have had: L")
   message(FATAL_ERROR "a missing sweep shard was not named:\n${err}")

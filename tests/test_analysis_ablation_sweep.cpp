@@ -12,7 +12,7 @@
 
 namespace {
 
-double accuracy(const std::vector<double>& p, const std::vector<double>& y) {
+double sweep_accuracy(const std::vector<double>& p, const std::vector<double>& y) {
   double hits = 0;
   for (std::size_t i = 0; i < p.size(); ++i) hits += p[i] == y[i];
   return hits / static_cast<double>(p.size());
@@ -43,7 +43,7 @@ TEST_CASE("prefix-cached sweep equals the naive sweep and direct forwards") {
   std::vector<double> labels;
   std::mt19937_64 rng(3);
   for (int i = 0; i < 15; ++i) labels.push_back(static_cast<double>(rng() % 3));
-  darkbert::AblationSweep<double> sweep(model, batches, labels, accuracy);
+  darkbert::AblationSweep<double> sweep(model, batches, labels, sweep_accuracy);
   sweep.set_show_progress(false);
   sweep.add_head_set({{0, 1}, {1, 2}});
   const auto cached = sweep.run();
@@ -67,7 +67,7 @@ TEST_CASE("prefix-cached sweep equals the naive sweep and direct forwards") {
       for (std::size_t i = 0; i < out.sequence_logits.shape()[0]; ++i)
         preds.push_back(static_cast<double>(xt::argmax(xt::view(out.sequence_logits, i))()));
     }
-    return accuracy(preds, labels);
+    return sweep_accuracy(preds, labels);
   };
   CHECK(cached.head_scores(1, 3) == direct({{1, 3}}));
   CHECK(cached.layer_scores[0] == direct({{0, darkbert::all_heads}}));
@@ -79,7 +79,7 @@ TEST_CASE("a range of the ablations scores exactly what the whole sweep does the
   const auto model = darkbert::Transformer<double>::load(darkbert::test::golden_dir() / "models" / "bert_seqcls3");
   const auto batches = random_batches(2, 4, 11);
   std::vector<double> labels = {0, 1, 2, 0, 1, 2, 0, 1};
-  darkbert::AblationSweep<double> sweep(model, batches, labels, accuracy);
+  darkbert::AblationSweep<double> sweep(model, batches, labels, sweep_accuracy);
   sweep.set_show_progress(false);
   const auto whole = sweep.run();
   const int L = model.config().num_layers, H = model.config().num_heads;
@@ -109,9 +109,9 @@ TEST_CASE("a range of the ablations scores exactly what the whole sweep does the
 
 TEST_CASE("the sweep refuses models without a classifier and mismatched labels") {
   const auto base = darkbert::Transformer<float>::load(darkbert::test::golden_dir() / "models" / "bert_model");
-  CHECK_THROWS_WITH_AS(darkbert::AblationSweep<float>(base, {}, {}, accuracy), doctest::Contains("no sequence classification head"),
+  CHECK_THROWS_WITH_AS(darkbert::AblationSweep<float>(base, {}, {}, sweep_accuracy), doctest::Contains("no sequence classification head"),
                        darkbert::error);
   const auto cls = darkbert::Transformer<float>::load(darkbert::test::golden_dir() / "models" / "bert_seqcls3");
-  CHECK_THROWS_WITH_AS(darkbert::AblationSweep<float>(cls, random_batches(1, 2, 1), {0.0}, accuracy),
+  CHECK_THROWS_WITH_AS(darkbert::AblationSweep<float>(cls, random_batches(1, 2, 1), {0.0}, sweep_accuracy),
                        doctest::Contains("2 examples but 1 labels"), darkbert::error);
 }

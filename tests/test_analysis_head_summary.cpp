@@ -25,7 +25,7 @@ TokenAnnotation tok(const char* token, bool special, int segment) {
 
 // Entropies and shares sum a whole row: float results get 2e-6.
 template <class T>
-void check_near(T got, double want) {
+void check_summary_near(T got, double want) {
   test::check_near(got, want, 2e-6, 1e-15);
 }
 }  // namespace
@@ -37,17 +37,17 @@ TEST_CASE_TEMPLATE("bidirectional map with padding", T, float, double) {
   const std::vector<TokenAnnotation> tokens = {tok("[CLS]", true, 0), tok("a", false, 0), tok("[SEP]", true, 1)};
   const auto s = head_summary(AttentionView<T>::contiguous(m.data(), 1, 1, 4, 3, false), tokens);
   // entropy: r0 ln 2, r1 .5 ln 4 + .5 ln 2 = 1.5 ln 2, r2 0 -> 2.5 ln 2 / 3 = 0.5776226504666211
-  check_near(s.entropy(0, 0), 0.5776226504666211);
+  check_summary_near(s.entropy(0, 0), 0.5776226504666211);
   // distance: r0 .5*1, r1 .25 + .25, r2 0 -> 1/3
-  check_near(s.mean_distance(0, 0), 1.0 / 3);
+  check_summary_near(s.mean_distance(0, 0), 1.0 / 3);
   // special keys {0, 2}: r0 .5, r1 .5, r2 1 -> 2/3
-  check_near(s.special_share(0, 0), 2.0 / 3);
+  check_summary_near(s.special_share(0, 0), 2.0 / 3);
   // self: .5, .5, 1 -> 2/3
-  check_near(s.self_share(0, 0), 2.0 / 3);
+  check_summary_near(s.self_share(0, 0), 2.0 / 3);
   // neighbours: r0 a01 = .5, r1 a10 + a12 = .5, r2 a21 = 0 -> 1/3
-  check_near(s.neighbour_share(0, 0), 1.0 / 3);
+  check_summary_near(s.neighbour_share(0, 0), 1.0 / 3);
   // own segment: r0 keys {0,1} = 1, r1 {0,1} = .75, r2 {2} = 1 -> 2.75/3
-  check_near(s.segment_share(0, 0), 2.75 / 3);
+  check_summary_near(s.segment_share(0, 0), 2.75 / 3);
   CHECK(s.entropy.name == "entropy");
   CHECK(s.tables().size() == 6);
   CHECK(s.tables()[5].name == "segment_share");
@@ -59,13 +59,13 @@ TEST_CASE_TEMPLATE("causal map: only keys <= i count; a single-key row has entro
   const std::vector<TokenAnnotation> tokens = {tok("a", false, 0), tok("b", false, 0), tok("c", false, 0)};
   const auto s = head_summary(AttentionView<T>::contiguous(m.data(), 1, 1, 3, 3, true), tokens);
   // entropy: 0, ln 2, -(.2 ln .2 + .3 ln .3 + .5 ln .5) -> numpy 0.5742667315415062
-  check_near(s.entropy(0, 0), 0.5742667315415062);
+  check_summary_near(s.entropy(0, 0), 0.5742667315415062);
   // distance: 0, .5, .2*2 + .3*1 = .7 -> 1.2/3 = .4
-  check_near(s.mean_distance(0, 0), 0.4);
-  check_near(s.self_share(0, 0), 2.0 / 3);        // 1, .5, .5
-  check_near(s.neighbour_share(0, 0), 0.8 / 3);   // 0 (row 0 has no allowed neighbour), .5, .3
-  check_near(s.special_share(0, 0), 0.0);
-  check_near(s.segment_share(0, 0), 1.0);
+  check_summary_near(s.mean_distance(0, 0), 0.4);
+  check_summary_near(s.self_share(0, 0), 2.0 / 3);        // 1, .5, .5
+  check_summary_near(s.neighbour_share(0, 0), 0.8 / 3);   // 0 (row 0 has no allowed neighbour), .5, .3
+  check_summary_near(s.special_share(0, 0), 0.0);
+  check_summary_near(s.segment_share(0, 0), 1.0);
 }
 
 TEST_CASE_TEMPLATE("one-token example and dataset averaging", T, float, double) {
@@ -75,12 +75,12 @@ TEST_CASE_TEMPLATE("one-token example and dataset averaging", T, float, double) 
   HeadSummaryAccumulator<T> acc(1, 1);
   acc.add(AttentionView<T>::contiguous(one.data(), 1, 1, 2, 1, false), cls);
   auto s = acc.result();
-  check_near(s.entropy(0, 0), 0.0);
-  check_near(s.mean_distance(0, 0), 0.0);
-  check_near(s.self_share(0, 0), 1.0);
-  check_near(s.neighbour_share(0, 0), 0.0);
-  check_near(s.special_share(0, 0), 1.0);
-  check_near(s.segment_share(0, 0), 1.0);
+  check_summary_near(s.entropy(0, 0), 0.0);
+  check_summary_near(s.mean_distance(0, 0), 0.0);
+  check_summary_near(s.self_share(0, 0), 1.0);
+  check_summary_near(s.neighbour_share(0, 0), 0.0);
+  check_summary_near(s.special_share(0, 0), 1.0);
+  check_summary_near(s.segment_share(0, 0), 1.0);
 
   // Add the causal example above: every statistic is now the mean of both examples.
   const std::vector<T> m = {1, 0, 0, .5, .5, 0, .2, .3, .5};
@@ -88,9 +88,9 @@ TEST_CASE_TEMPLATE("one-token example and dataset averaging", T, float, double) 
   acc.add(AttentionView<T>::contiguous(m.data(), 1, 1, 3, 3, true), tokens);
   s = acc.result();
   CHECK(s.entropy.examples == 2);
-  check_near(s.entropy(0, 0), 0.5742667315415062 / 2);
-  check_near(s.mean_distance(0, 0), 0.2);
-  check_near(s.special_share(0, 0), 0.5);
+  check_summary_near(s.entropy(0, 0), 0.5742667315415062 / 2);
+  check_summary_near(s.mean_distance(0, 0), 0.2);
+  check_summary_near(s.special_share(0, 0), 0.5);
 }
 
 TEST_CASE("head summary errors") {

@@ -22,21 +22,21 @@ using namespace darkbert;
 namespace {
 // Square roots of sums of x log x terms: float results get 2e-6, double 1e-14.
 template <class T>
-void check_near(T got, double want) {
+void check_js_near(T got, double want) {
   test::check_near(got, want, 2e-6, 1e-14);
 }
 
 // 1 layer, 3 heads, L = 3, n = 2 (padding NaN):
 //   head 0 rows [1 0] [.5 .5];  head 1 rows [0 1] [.5 .5];  head 2 rows [.5 .5] [1 0]
 template <class T>
-std::vector<T> maps() {
+std::vector<T> js_maps() {
   const T N = T(NAN);
   return {1, 0, N, .5, .5, N, N, N, N, 0, 1, N, .5, .5, N, N, N, N, .5, .5, N, 1, 0, N, N, N, N};
 }
 }  // namespace
 
 TEST_CASE_TEMPLATE("hand-checked pairwise distances", T, float, double) {
-  const auto m = maps<T>();
+  const auto m = js_maps<T>();
   const auto d = head_js_distance(AttentionView<T>::contiguous(m.data(), 1, 3, 3, 2, false));
   CHECK(d.rows() == 3);
   CHECK(d.row_names == std::vector<std::string>{"0.0", "0.1", "0.2"});
@@ -45,10 +45,10 @@ TEST_CASE_TEMPLATE("hand-checked pairwise distances", T, float, double) {
     CHECK(d(a, a) == T(0));
     for (Index b = 0; b < 3; ++b) CHECK(d(a, b) == d(b, a));
   }
-  check_near(d(0, 1), 0.41627730557884884);  // row 0 disjoint (ln 2), row 1 identical (exactly 0)
-  check_near(d(0, 1), std::sqrt(std::log(2.0)) / 2);
-  check_near(d(0, 2), 0.46450140402245893);
-  check_near(d(1, 2), 0.46450140402245893);
+  check_js_near(d(0, 1), 0.41627730557884884);  // row 0 disjoint (ln 2), row 1 identical (exactly 0)
+  check_js_near(d(0, 1), std::sqrt(std::log(2.0)) / 2);
+  check_js_near(d(0, 2), 0.46450140402245893);
+  check_js_near(d(1, 2), 0.46450140402245893);
 }
 
 TEST_CASE_TEMPLATE("causal rows and dataset mean", T, float, double) {
@@ -60,15 +60,15 @@ TEST_CASE_TEMPLATE("causal rows and dataset mean", T, float, double) {
   HeadDistanceAccumulator<T> acc(1, 3);
   acc.add(AttentionView<T>::contiguous(c.data(), 1, 3, 3, 2, true));
   auto d = acc.result();
-  check_near(d(0, 1), 0.0);
-  check_near(d(0, 2), 0.23225070201122947);
-  check_near(d(1, 2), 0.23225070201122947);
-  const auto m = maps<T>();  // the bidirectional example above as a second example
+  check_js_near(d(0, 1), 0.0);
+  check_js_near(d(0, 2), 0.23225070201122947);
+  check_js_near(d(1, 2), 0.23225070201122947);
+  const auto m = js_maps<T>();  // the bidirectional example above as a second example
   acc.add(AttentionView<T>::contiguous(m.data(), 1, 3, 3, 2, false));
   d = acc.result();
   CHECK(d.examples == 2);
-  check_near(d(0, 1), 0.41627730557884884 / 2);
-  check_near(d(0, 2), (0.23225070201122947 + 0.46450140402245893) / 2);
+  check_js_near(d(0, 1), 0.41627730557884884 / 2);
+  check_js_near(d(0, 2), (0.23225070201122947 + 0.46450140402245893) / 2);
 }
 
 TEST_CASE("properties on random maps: bounded by sqrt(ln 2), symmetric, triangle inequality per example") {
@@ -87,7 +87,7 @@ TEST_CASE("properties on random maps: bounded by sqrt(ln 2), symmetric, triangle
 }
 
 TEST_CASE("wrong shape is refused") {
-  const auto m = maps<double>();
+  const auto m = js_maps<double>();
   HeadDistanceAccumulator<double> acc(2, 3);
   try {
     acc.add(AttentionView<double>::contiguous(m.data(), 1, 3, 3, 2, false));

@@ -19,7 +19,7 @@ namespace {
 //   head 0 rows: [.1 .2 .3 .4] [.7 .1 .1 .1] [.25 .25 .25 .25] [.05 .8 .05 .1]
 //   head 1 rows: [.4 .3 .2 .1] [.1 .1 .1 .7] [.6 .1 .2 .1]     [.3 .3 .3 .1]
 template <class T>
-std::vector<T> maps() {
+std::vector<T> link_maps() {
   const T N = T(NAN);
   return {.1, .2,  .3,  .4,  N, .7, .1, .1, .1, N, .25, .25, .25, .25, N, .05, .8, .05, .1, N, N, N, N, N, N,
           .4, .3,  .2,  .1,  N, .1, .1, .1, .7, N, .6,  .1,  .2,  .1,  N, .3,  .3, .3,  .1, N, N, N, N, N, N};
@@ -27,7 +27,7 @@ std::vector<T> maps() {
 }  // namespace
 
 TEST_CASE_TEMPLATE("target -> frame element span: maximum over every token pair", T, float, double) {
-  const auto m = maps<T>();
+  const auto m = link_maps<T>();
   const auto view = AttentionView<T>::contiguous(m.data(), 1, 2, 5, 4, false);
   // Target token 3, frame element span {1, 2}.
   const std::vector<TokenLink> links = {{{3}, {1, 2}}};
@@ -56,7 +56,7 @@ TEST_CASE_TEMPLATE("target -> frame element span: maximum over every token pair"
 }
 
 TEST_CASE_TEMPLATE("self pairs are ignored; a sentence without usable pairs is skipped", T, float, double) {
-  const auto m = maps<T>();
+  const auto m = link_maps<T>();
   const auto view = AttentionView<T>::contiguous(m.data(), 1, 2, 5, 4, false);
   // Overlapping spans {1} -> {1, 2}: the pair (1, 1) is dropped, leaving a12 (.1 / .1).
   const std::vector<TokenLink> overlap = {{{1}, {1, 2}}};
@@ -90,7 +90,7 @@ TEST_CASE_TEMPLATE("causal: pairs whose key follows the query are invisible", T,
 }
 
 TEST_CASE("link errors") {
-  const auto m = maps<double>();
+  const auto m = link_maps<double>();
   const auto view = AttentionView<double>::contiguous(m.data(), 1, 2, 5, 4, false);
   LinkAttentionAccumulator<double> acc(1, 2);
   CHECK(message_of([&] { acc.add(view, std::vector<TokenLink>{{{1}, {2}}, {{4}, {0}}}); }) ==

@@ -18,7 +18,7 @@ using namespace darkbert;
 using darkbert::test::message_of;
 
 namespace {
-std::string slurp(const std::filesystem::path& p) {
+std::string read_results_file(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);
   std::stringstream s;
   s << in.rdbuf();
@@ -91,7 +91,7 @@ TEST_CASE("JSON text and round trip") {
 TEST_CASE("write_table writes CSV, JSON and .npy under the table's name") {
   const auto dir = test::scratch_dir("analysis_results") / "nested";
   write_table(sample(), dir);
-  CHECK(slurp(dir / "entropy.csv") == to_csv(sample()));
+  CHECK(read_results_file(dir / "entropy.csv") == to_csv(sample()));
   const auto again = read_json_table<double>(dir / "entropy.json");
   CHECK(again.values.shape(0) == 2);
   CHECK(again(1, 2) == 0.1);
@@ -105,7 +105,7 @@ TEST_CASE("write_table writes CSV, JSON and .npy under the table's name") {
 
   // float tables keep their dtype in the .npy header.
   write_table(make_head_matrix<float>("single", 2, 2, 0.5f), dir);
-  CHECK(slurp(dir / "single.npy").find("'descr': '<f4'") != std::string::npos);
+  CHECK(read_results_file(dir / "single.npy").find("'descr': '<f4'") != std::string::npos);
   CHECK(xt::load_npy<float>((dir / "single.npy").string())(1, 1) == 0.5f);
 }
 

@@ -16,7 +16,7 @@ using namespace darkbert;
 using darkbert::test::metrics_golden;
 
 namespace {
-void check_value(double got, const nlohmann::json& want) {
+void check_metric_value(double got, const nlohmann::json& want) {
   if (want.is_string()) {
     CHECK(std::isnan(got));
   } else {
@@ -31,18 +31,18 @@ TEST_CASE("adapters reproduce every golden case") {
     CAPTURE(c["name"].get<std::string>());
     const auto labels = c["y_true"].get<std::vector<double>>();
     const auto predictions = c["y_pred"].get<std::vector<double>>();
-    check_value(accuracy_metric(predictions, labels), c["accuracy"]);
-    check_value(f1_macro_metric(predictions, labels), c["f1_macro"]);
-    check_value(mcc_metric(predictions, labels), c["mcc"]);
-    if (c.contains("f1_binary")) check_value(f1_metric(predictions, labels), c["f1_binary"]);
+    check_metric_value(accuracy_metric(predictions, labels), c["accuracy"]);
+    check_metric_value(f1_macro_metric(predictions, labels), c["f1_macro"]);
+    check_metric_value(mcc_metric(predictions, labels), c["mcc"]);
+    if (c.contains("f1_binary")) check_metric_value(f1_metric(predictions, labels), c["f1_binary"]);
   }
   const auto regression = metrics_golden("regression.json")["cases"];
   for (const auto& c : regression) {
     CAPTURE(c["name"].get<std::string>());
     const auto labels = c["x"].get<std::vector<double>>();
     const auto predictions = c["y"].get<std::vector<double>>();
-    check_value(pearson_metric(predictions, labels), c["pearson"]);
-    check_value(spearman_metric(predictions, labels), c["spearman"]);
+    check_metric_value(pearson_metric(predictions, labels), c["pearson"]);
+    check_metric_value(spearman_metric(predictions, labels), c["spearman"]);
   }
 }
 

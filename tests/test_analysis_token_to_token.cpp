@@ -24,7 +24,7 @@ std::vector<TokenAnnotation> sentence() {
 
 // 1 layer 1 head, L = 5, n = 4: rows [.4 .3 .2 .1] [.1 .2 .3 .4] [.1 .6 .2 .1] [.25 .25 .25 .25]; padding NaN
 template <class T>
-std::vector<T> maps() {
+std::vector<T> t2t_maps() {
   const T N = T(NAN);
   return {.4, .3, .2, .1, N, .1, .2, .3, .4, N, .1, .6, .2, .1, N, .25, .25, .25, .25, N, N, N, N, N, N};
 }
@@ -38,7 +38,7 @@ std::vector<T> causal_maps() {
 }  // namespace
 
 TEST_CASE_TEMPLATE("class A -> class B: share of A's attention on B and the largest weight", T, float, double) {
-  const auto m = maps<T>();
+  const auto m = t2t_maps<T>();
   const auto view = AttentionView<T>::contiguous(m.data(), 1, 1, 5, 4, false);
   const auto tokens = sentence();
   const std::span<const TokenAnnotation> t(tokens);
@@ -89,14 +89,14 @@ TEST_CASE_TEMPLATE("causal: a source counts only if it sees a target; examples w
 
   // Averaging over examples: add the bidirectional sentence too (its value: mass = mean(a12+a13, a21+a23,
   // a31+a32) = mean(.7, .7, .5) = 1.9/3, max = .6).
-  const auto b = maps<T>();
+  const auto b = t2t_maps<T>();
   ww.add(AttentionView<T>::contiguous(b.data(), 1, 1, 5, 4, false), tokens);
   CHECK(ww.examples() == 2);
   check_near(ww.result().mass(0, 0), (.55 + 1.9 / 3) / 2);
 }
 
 TEST_CASE_TEMPLATE("query category attention: the [CLS] row split over categories", T, float, double) {
-  const auto m = maps<T>();
+  const auto m = t2t_maps<T>();
   const auto view = AttentionView<T>::contiguous(m.data(), 1, 1, 5, 4, false);
   const auto tokens = sentence();
   // [CLS] row [.4 .3 .2 .1] -> [CLS] .4, [SEP] 0, NOUN (dogs) .1, other (she, likes) .5
@@ -159,7 +159,7 @@ TEST_CASE("query category layer table: heads x categories of one layer") {
 }
 
 TEST_CASE("token-to-token errors") {
-  const auto m = maps<double>();
+  const auto m = t2t_maps<double>();
   const auto view = AttentionView<double>::contiguous(m.data(), 1, 1, 5, 4, false);
   QueryCategoryAttention<double> acc(1, 1, token_class::cls_token(), {});
   CHECK(message_of([&] { acc.add(view, sentence(), 4); }) ==

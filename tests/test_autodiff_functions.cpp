@@ -19,7 +19,7 @@ using darkbert::Activation;
 using Tape = ad::Tape<double>;
 using Var = ad::Var<double>;
 
-std::vector<double> random_values(Index n, std::uint64_t seed, double scale = 1.0) {
+std::vector<double> random_doubles(Index n, std::uint64_t seed, double scale = 1.0) {
   std::mt19937_64 rng(seed);
   std::normal_distribution<double> normal(0.0, scale);
   std::vector<double> v(static_cast<std::size_t>(n));
@@ -54,7 +54,7 @@ double worst_gradient_error(std::vector<Input> inputs, const std::function<Var(T
     std::vector<Var> vars;
     for (auto& in : inputs) vars.push_back(tape.external(in.value.data(), in.shape));
     Var y = f(tape, vars);
-    if (r.empty()) r = random_values(y.size(), 99);
+    if (r.empty()) r = random_doubles(y.size(), 99);
     Var loss = weighted_sum(tape, y, r);
     if (backward) {
       tape.backward(loss);
@@ -80,7 +80,7 @@ double worst_gradient_error(std::vector<Input> inputs, const std::function<Var(T
 }
 
 Input random_input(ad::Shape shape, std::uint64_t seed, double scale = 1.0) {
-  return {shape, random_values(shape.size(), seed, scale)};
+  return {shape, random_doubles(shape.size(), seed, scale)};
 }
 
 constexpr double kTolerance = 1e-7;
@@ -119,7 +119,7 @@ TEST_CASE("dropout: the same counter-based mask forward and backward") {
   CHECK(worst_gradient_error({random_input({6, 9}, 13)},
                              [&](Tape& t, std::vector<Var>& v) { return ad::dropout(t, v[0], mask); }) < kTolerance);
   Tape tape;
-  auto x = random_values(10000, 14);
+  auto x = random_doubles(10000, 14);
   const Var y = ad::dropout(tape, tape.external(x.data(), {100, 100}), mask);
   Index zeros = 0;
   for (Index i = 0; i < y.size(); ++i) zeros += y.value()[i] == 0.0;
@@ -135,7 +135,7 @@ TEST_CASE("gather_rows and embedding (the padding row gets no gradient)") {
   CHECK(worst_gradient_error({random_input({5, 4}, 16)},
                              [](Tape& t, std::vector<Var>& v) { return ad::embedding(t, v[0], ids, 5); }) < kTolerance);
   Tape tape;
-  auto table = random_values(20, 17);
+  auto table = random_doubles(20, 17);
   Var w = tape.external(table.data(), {5, 4});
   Var y = ad::embedding(tape, w, ids, 5, /*padding_idx=*/3);
   tape.backward(ad::sum(tape, y));
@@ -146,7 +146,7 @@ TEST_CASE("gather_rows and embedding (the padding row gets no gradient)") {
   CHECK(darkbert::test::message_of([] {
           Tape t;
           static const int bad[] = {7};
-          auto v = random_values(4, 1);
+          auto v = random_doubles(4, 1);
           ad::embedding(t, t.external(v.data(), {2, 2}), bad, 1);
         }).find("id 7 at 0 outside [0, 2)") != std::string::npos);
 }
@@ -174,7 +174,7 @@ TEST_CASE("cross-entropy with ignored rows, and MSE") {
                              [](Tape& t, std::vector<Var>& v) { return ad::mse(t, v[0], target); }) < kTolerance);
   // A label outside the classes is named.
   static const int bad[] = {3};
-  auto logits = random_values(3, 21);
+  auto logits = random_doubles(3, 21);
   Tape tape;
   CHECK(darkbert::test::message_of([&] { ad::cross_entropy(tape, tape.external(logits.data(), {1, 3}), bad); }) ==
         "cross_entropy: label 3 of row 0 is outside [0, 3) (use -100 to ignore a row)");
@@ -251,7 +251,7 @@ TEST_CASE("batch_norm by hand: batch statistics, running update, inference, same
 
   // The same float input gives the same bits, forward and backward.
   auto run = [] {
-    auto values = random_values(4 * 3 * 5 * 5, 46, 3.0);
+    auto values = random_doubles(4 * 3 * 5 * 5, 46, 3.0);
     std::vector<float> xf(values.begin(), values.end()), gf = {1.5f, -0.5f, 0.25f}, bf = {0.1f, 0.2f, 0.3f};
     std::vector<float> rm(3, 0.0f), rv(3, 1.0f);
     ad::Tape<float> t;
@@ -270,7 +270,7 @@ TEST_CASE("batch_norm by hand: batch statistics, running update, inference, same
 }
 
 TEST_CASE("batch_norm refuses bad shapes and options, naming them") {
-  auto x = random_values(24, 47), p = random_values(3, 48);
+  auto x = random_doubles(24, 47), p = random_doubles(3, 48);
   auto message = [&](ad::Shape xs, ad::Shape ps, ad::BatchNormOptions<double> o = {}) {
     return darkbert::test::message_of([&] {
       Tape t;
@@ -292,7 +292,7 @@ TEST_CASE("batch_norm refuses bad shapes and options, naming them") {
 }
 
 TEST_CASE("the tape replays its arena: a second identical step allocates nothing new") {
-  auto x = random_values(12, 26), w = random_values(8, 27);
+  auto x = random_doubles(12, 26), w = random_doubles(8, 27);
   Tape tape;
   auto step = [&] {
     tape.reset();
@@ -308,7 +308,7 @@ TEST_CASE("the tape replays its arena: a second identical step allocates nothing
 }
 
 TEST_CASE("a tape that does not record computes values only") {
-  auto x = random_values(6, 28), w = random_values(6, 29);
+  auto x = random_doubles(6, 28), w = random_doubles(6, 29);
   Tape tape;
   tape.set_recording(false);
   Var y = ad::linear(tape, tape.external(x.data(), {3, 2}), tape.external(w.data(), {3, 2}), Var{});

@@ -30,7 +30,7 @@ std::vector<T> random_values(Index n, std::uint64_t seed) {
 
 // y[r, o] = Σ_k x[r, k] w[o, k] + (o + 1), in double; also the bound Σ_k |x||w| for the tolerance.
 template <class T>
-void reference(const std::vector<T>& x, const std::vector<T>& w, Index rows, Index in, Index out,
+void reference_product(const std::vector<T>& x, const std::vector<T>& w, Index rows, Index in, Index out,
                std::vector<double>& y, std::vector<double>& magnitude) {
   y.assign(static_cast<std::size_t>(rows * out), 0.0);
   magnitude = y;
@@ -70,7 +70,7 @@ void check_shape(Index rows, Index in, Index out, double tolerance) {
   CAPTURE(out);
   const auto x = random_values<T>(rows * in, 1 + rows), w = random_values<T>(out * in, 2 + out);
   std::vector<double> expected, magnitude;
-  reference(x, w, rows, in, out, expected, magnitude);
+  reference_product(x, w, rows, in, out, expected, magnitude);
   std::vector<int> visits;
   const auto y = run(x, w, rows, in, out, visits);
   double worst = 0;
@@ -169,7 +169,7 @@ TEST_CASE("xwt_gemm, AVX2 kernel: ragged shapes against a double reference, ever
         CAPTURE(in);
         const auto x = random_values<float>(rows * in, 11 + rows), w = random_values<float>(out * in, 12 + out);
         std::vector<double> expected, magnitude;
-        reference(x, w, rows, in, out, expected, magnitude);
+        reference_product(x, w, rows, in, out, expected, magnitude);
         std::vector<int> visits;
         const auto y = run_avx2(x, w, rows, in, out, visits);
         double worst = 0;

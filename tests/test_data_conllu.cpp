@@ -31,7 +31,7 @@ const std::map<std::string, UdCounts>& expected_ud() {
   return e;
 }
 
-fs::path write(const std::string& name, const std::string& content) {
+fs::path write_conllu(const std::string& name, const std::string& content) {
   static const auto dir = darkbert::test::scratch_dir("data_conllu");
   return darkbert::test::write_file(dir / name, content);
 }
@@ -163,7 +163,7 @@ TEST_CASE("broken CoNLL-U files: errors name the file, the line and the problem"
   };
   for (const auto& c : cases) {
     INFO(c.name);
-    const auto msg = message_of([&] { darkbert::read_conllu(write(c.name, c.content)); });
+    const auto msg = message_of([&] { darkbert::read_conllu(write_conllu(c.name, c.content)); });
     CHECK(msg.find(c.where) != std::string::npos);
     CHECK(msg.find(c.what) != std::string::npos);
   }

@@ -12,7 +12,7 @@ using darkbert::test::message_of;
 
 namespace {
 
-fs::path write(const std::string& name, const std::string& content) {
+fs::path write_tsv(const std::string& name, const std::string& content) {
   static const auto dir = darkbert::test::scratch_dir("data_tsv");
   return darkbert::test::write_file(dir / name, content);
 }
@@ -20,7 +20,7 @@ fs::path write(const std::string& name, const std::string& content) {
 }  // namespace
 
 TEST_CASE("QUOTE_NONE keeps quotes as text; header and rows; line numbers") {
-  const auto p = write("plain.tsv", "a\tb\n1\the said \"hi\n\"2\tx\n");
+  const auto p = write_tsv("plain.tsv", "a\tb\n1\the said \"hi\n\"2\tx\n");
   const auto t = darkbert::read_tsv(p);
   REQUIRE(t.header == std::vector<std::string>{"a", "b"});
   REQUIRE(t.rows.size() == 2);
@@ -32,7 +32,7 @@ TEST_CASE("QUOTE_NONE keeps quotes as text; header and rows; line numbers") {
 }
 
 TEST_CASE("BOM before the header is dropped; CRLF line ends; last line without newline") {
-  const auto p = write("bom.tsv", "\xEF\xBB\xBFQuality\tx\r\n1\ty\r\n0\tz");
+  const auto p = write_tsv("bom.tsv", "\xEF\xBB\xBFQuality\tx\r\n1\ty\r\n0\tz");
   const auto t = darkbert::read_tsv(p);
   CHECK(t.header[0] == "Quality");
   REQUIRE(t.rows.size() == 2);
@@ -41,7 +41,7 @@ TEST_CASE("BOM before the header is dropped; CRLF line ends; last line without n
 }
 
 TEST_CASE("CSV quoting: quoted fields with doubled quotes, tabs and newlines inside") {
-  const auto p = write("csv.tsv", "s1\ts2\tlabel\n\"He said \"\"no\"\".\"\tplain \"x\"\t0\n\"multi\nline\"\t\"a\tb\"\t1\nz\ty\t0\n");
+  const auto p = write_tsv("csv.tsv", "s1\ts2\tlabel\n\"He said \"\"no\"\".\"\tplain \"x\"\t0\n\"multi\nline\"\t\"a\tb\"\t1\nz\ty\t0\n");
   darkbert::TsvOptions o;
   o.quoting = darkbert::Quoting::csv;
   const auto t = darkbert::read_tsv(p, o);
@@ -55,44 +55,44 @@ TEST_CASE("CSV quoting: quoted fields with doubled quotes, tabs and newlines ins
 }
 
 TEST_CASE("max_rows stops early") {
-  const auto p = write("many.tsv", "a\n1\n2\n3\n");
+  const auto p = write_tsv("many.tsv", "a\n1\n2\n3\n");
   darkbert::TsvOptions o;
   o.max_rows = 2;
   CHECK(darkbert::read_tsv(p, o).rows.size() == 2);
 }
 
 TEST_CASE("broken TSV files: errors name the file, the line and the problem") {
-  const auto ragged = write("ragged.tsv", "a\tb\tc\n1\t2\t3\n1\t2\n");
+  const auto ragged = write_tsv("ragged.tsv", "a\tb\tc\n1\t2\t3\n1\t2\n");
   auto msg = message_of([&] { darkbert::read_tsv(ragged); });
   CHECK(msg.find("ragged.tsv:3:") != std::string::npos);
   CHECK(msg.find("expected 3 tab-separated fields") != std::string::npos);
   CHECK(msg.find("got 2") != std::string::npos);
 
-  const auto extra = write("extra.tsv", "a\tb\n1\t2\t3\n");
+  const auto extra = write_tsv("extra.tsv", "a\tb\n1\t2\t3\n");
   msg = message_of([&] { darkbert::read_tsv(extra); });
   CHECK(msg.find("extra.tsv:2:") != std::string::npos);
 
   darkbert::TsvOptions csv;
   csv.quoting = darkbert::Quoting::csv;
-  const auto unclosed = write("unclosed.tsv", "a\tb\n1\t2\n\"never closed\t3\n4\t5\n");
+  const auto unclosed = write_tsv("unclosed.tsv", "a\tb\n1\t2\n\"never closed\t3\n4\t5\n");
   msg = message_of([&] { darkbert::read_tsv(unclosed, csv); });
   CHECK(msg.find("unclosed.tsv:3:") != std::string::npos);
   CHECK(msg.find("never closed") != std::string::npos);
 
-  const auto junk = write("junk.tsv", "a\tb\n\"x\"y\t2\n");
+  const auto junk = write_tsv("junk.tsv", "a\tb\n\"x\"y\t2\n");
   msg = message_of([&] { darkbert::read_tsv(junk, csv); });
   CHECK(msg.find("junk.tsv:2:") != std::string::npos);
   CHECK(msg.find("after a closing quote") != std::string::npos);
 
-  const auto blank = write("blank.tsv", "a\tb\n1\t2\n\n3\t4\n");
+  const auto blank = write_tsv("blank.tsv", "a\tb\n1\t2\n\n3\t4\n");
   msg = message_of([&] { darkbert::read_tsv(blank); });
   CHECK(msg.find("blank.tsv:3: empty line") != std::string::npos);
 
-  const auto empty = write("empty.tsv", "");
+  const auto empty = write_tsv("empty.tsv", "");
   msg = message_of([&] { darkbert::read_tsv(empty); });
   CHECK(msg.find("empty.tsv: empty file") != std::string::npos);
 
-  msg = message_of([&] { darkbert::read_tsv(write("nocol.tsv", "a\tb\n")).column("c"); });
+  msg = message_of([&] { darkbert::read_tsv(write_tsv("nocol.tsv", "a\tb\n")).column("c"); });
   CHECK(msg.find("nocol.tsv:1: no column 'c'") != std::string::npos);
   CHECK(msg.find("'a', 'b'") != std::string::npos);
 

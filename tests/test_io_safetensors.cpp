@@ -25,7 +25,7 @@ fs::path write_raw(const fs::path& dir, const std::string& name, const std::stri
   return path;
 }
 
-std::string error_of(const fs::path& path) {
+std::string safetensors_error(const fs::path& path) {
   try {
     darkbert::SafetensorsFile file(path);
   } catch (const darkbert::error& e) {
@@ -96,53 +96,53 @@ TEST_CASE("malformed files give errors that name the file and the problem") {
   const auto dir = darkbert::test::scratch_dir("safetensors_bad");
   const std::string good = R"({"t":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})";
 
-  SUBCASE("missing file") { CHECK(error_of(dir / "absent.safetensors").find("absent.safetensors: cannot open") != std::string::npos); }
+  SUBCASE("missing file") { CHECK(safetensors_error(dir / "absent.safetensors").find("absent.safetensors: cannot open") != std::string::npos); }
   SUBCASE("truncated below the length field") {
     const auto p = dir / "tiny.safetensors";
     std::ofstream(p, std::ios::binary) << "abc";
-    const auto e = error_of(p);
+    const auto e = safetensors_error(p);
     CHECK(e.find("tiny.safetensors") != std::string::npos);
     CHECK(e.find("truncated") != std::string::npos);
   }
   SUBCASE("header length beyond the file") {
-    const auto e = error_of(write_raw(dir, "long.safetensors", good, 8, 4096));
+    const auto e = safetensors_error(write_raw(dir, "long.safetensors", good, 8, 4096));
     CHECK(e.find("long.safetensors: header length 4096 runs beyond the end of the file") != std::string::npos);
   }
   SUBCASE("absurd header length") {
-    CHECK(error_of(write_raw(dir, "huge.safetensors", good, 8, 1ull << 40)).find("exceeds") != std::string::npos);
+    CHECK(safetensors_error(write_raw(dir, "huge.safetensors", good, 8, 1ull << 40)).find("exceeds") != std::string::npos);
   }
   SUBCASE("malformed header JSON") {
-    const auto e = error_of(write_raw(dir, "json.safetensors", R"({"t": {"dtype": "F32",)", 8));
+    const auto e = safetensors_error(write_raw(dir, "json.safetensors", R"({"t": {"dtype": "F32",)", 8));
     CHECK(e.find("json.safetensors: malformed header JSON") != std::string::npos);
   }
   SUBCASE("data offsets beyond the data area (truncated data)") {
-    const auto e = error_of(write_raw(dir, "short.safetensors", good, 4));
+    const auto e = safetensors_error(write_raw(dir, "short.safetensors", good, 4));
     CHECK(e.find("tensor 't'") != std::string::npos);
     CHECK(e.find("run beyond the data area") != std::string::npos);
   }
   SUBCASE("reversed offsets") {
-    const auto e = error_of(write_raw(dir, "rev.safetensors", R"({"t":{"dtype":"F32","shape":[0],"data_offsets":[8,0]}})", 8));
+    const auto e = safetensors_error(write_raw(dir, "rev.safetensors", R"({"t":{"dtype":"F32","shape":[0],"data_offsets":[8,0]}})", 8));
     CHECK(e.find("are reversed") != std::string::npos);
   }
   SUBCASE("overlapping tensors") {
-    const auto e = error_of(write_raw(dir, "overlap.safetensors",
+    const auto e = safetensors_error(write_raw(dir, "overlap.safetensors",
                                       R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
                                       R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})", 12));
     CHECK(e.find("overlap.safetensors") != std::string::npos);
     CHECK(e.find("overlapping data_offsets") != std::string::npos);
   }
   SUBCASE("unknown dtype") {
-    const auto e = error_of(write_raw(dir, "dtype.safetensors", R"({"t":{"dtype":"F8_E4M3","shape":[2],"data_offsets":[0,2]}})", 2));
+    const auto e = safetensors_error(write_raw(dir, "dtype.safetensors", R"({"t":{"dtype":"F8_E4M3","shape":[2],"data_offsets":[0,2]}})", 2));
     CHECK(e.find("tensor 't': unknown dtype \"F8_E4M3\"") != std::string::npos);
   }
   SUBCASE("byte span disagreeing with shape") {
-    const auto e = error_of(write_raw(dir, "span.safetensors", R"({"t":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 8));
+    const auto e = safetensors_error(write_raw(dir, "span.safetensors", R"({"t":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 8));
     CHECK(e.find("span 8 bytes but F32 [3] needs 12") != std::string::npos);
   }
   SUBCASE("missing fields and wrong types") {
-    CHECK(error_of(write_raw(dir, "f1.safetensors", R"({"t":{"shape":[2],"data_offsets":[0,8]}})", 8)).find("\"dtype\"") != std::string::npos);
-    CHECK(error_of(write_raw(dir, "f2.safetensors", R"({"t":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", 8)).find("negative") != std::string::npos);
-    CHECK(error_of(write_raw(dir, "f3.safetensors", R"({"t":{"dtype":"F32","shape":[2],"data_offsets":[0]}})", 8)).find("data_offsets") != std::string::npos);
-    CHECK(error_of(write_raw(dir, "f4.safetensors", R"([1,2])", 8)).find("not an object") != std::string::npos);
+    CHECK(safetensors_error(write_raw(dir, "f1.safetensors", R"({"t":{"shape":[2],"data_offsets":[0,8]}})", 8)).find("\"dtype\"") != std::string::npos);
+    CHECK(safetensors_error(write_raw(dir, "f2.safetensors", R"({"t":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", 8)).find("negative") != std::string::npos);
+    CHECK(safetensors_error(write_raw(dir, "f3.safetensors", R"({"t":{"dtype":"F32","shape":[2],"data_offsets":[0]}})", 8)).find("data_offsets") != std::string::npos);
+    CHECK(safetensors_error(write_raw(dir, "f4.safetensors", R"([1,2])", 8)).find("not an object") != std::string::npos);
   }
 }

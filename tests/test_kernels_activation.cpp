@@ -15,7 +15,7 @@ namespace {
 using darkbert::Activation;
 using darkbert::Index;
 
-double reference(Activation f, double x) {
+double reference_activation(Activation f, double x) {
   switch (f) {
     case Activation::gelu_erf: return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
     case Activation::gelu_tanh:
@@ -30,7 +30,7 @@ double reference(Activation f, double x) {
 // f'(x) by a central difference in double (the functions are smooth; h balances truncation and rounding).
 double reference_derivative(Activation f, double x) {
   const double h = 1e-5;
-  return (reference(f, x + h) - reference(f, x - h)) / (2 * h);
+  return (reference_activation(f, x + h) - reference_activation(f, x - h)) / (2 * h);
 }
 
 // n values: a normal spread over [-6, 6] plus the edges of the approximations (0, the tanh series' 0.4,
@@ -64,7 +64,7 @@ TEST_CASE("activations on the avx2 path match double references at every length 
         std::vector<float> y(buffer.begin() + offset, buffer.begin() + offset + n);
         if (offset == 0) {
           for (Index i = 0; i < n; ++i) {
-            const double expected = reference(f, x[i]);
+            const double expected = reference_activation(f, x[i]);
             CAPTURE(x[i]);
             // tanh: within a few ulp. The GELUs: 0.5 x (1 + erf or tanh) carries the approximations' absolute
             // error (≈1e-7, as the scalar float code) times |x| where 1 + erf cancels, so absolute there.
@@ -122,7 +122,7 @@ TEST_CASE("the dispatched activations of this process's kernel path match double
     darkbert::kernels::activation_backward(pre.data(), y.data(), g.data(), n, f);
     for (Index i = 0; i < n; ++i) {
       REQUIRE(pre[i] == x[i] + bias[i]);
-      REQUIRE(std::abs(y[i] - reference(f, pre[i])) <= 1e-6 * (1 + std::abs(reference(f, pre[i]))));
+      REQUIRE(std::abs(y[i] - reference_activation(f, pre[i])) <= 1e-6 * (1 + std::abs(reference_activation(f, pre[i]))));
       if (f == Activation::relu && std::abs(pre[i]) < 1e-4) continue;  // the kink
       const double expected = grad_in[i] * reference_derivative(f, pre[i]);
       // gelu_tanh's float derivative loses to 1 - t² where |t| -> 1, then grows as x³: a bound to match

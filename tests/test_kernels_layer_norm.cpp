@@ -26,7 +26,7 @@ struct Reference {
 };
 
 // LN(x + residual) of one row, and its backward for gradient dy, in double.
-Reference reference(const std::vector<float>& x, const std::vector<float>& res, const std::vector<float>& w,
+Reference reference_layer_norm(const std::vector<float>& x, const std::vector<float>& res, const std::vector<float>& w,
                     const std::vector<float>& b, const std::vector<float>& dy, double eps) {
   const auto n = x.size();
   Reference r{std::vector<double>(n), std::vector<double>(n), std::vector<double>(n), std::vector<double>(n)};
@@ -67,7 +67,7 @@ TEST_CASE("LayerNorm rows on the avx2 path match a double reference at every wid
     // a large mean: the two-pass variance must not lose it
     const auto x = values(cols, 1 + cols, 20.0), res = values(cols, 2 + cols), w = values(cols, 3 + cols),
                b = values(cols, 4 + cols), dy = values(cols, 5 + cols);
-    const Reference ref = reference(x, res, w, b, dy, eps);
+    const Reference ref = reference_layer_norm(x, res, w, b, dy, eps);
     std::vector<float> first_out, first_dx;
     for (Index offset = 0; offset < 8; ++offset) {
       CAPTURE(offset);
@@ -130,7 +130,7 @@ TEST_CASE("the dispatched LayerNorm of this process's kernel path matches a doub
   std::vector<double> dw_ref(cols, 0.0), db_ref(cols, 0.0);
   for (Index r = 0; r < rows; ++r) {
     auto row = [&](const std::vector<float>& m) { return std::vector<float>(m.begin() + r * cols, m.begin() + (r + 1) * cols); };
-    const Reference ref = reference(row(x), row(res), w, b, row(dy), eps);
+    const Reference ref = reference_layer_norm(row(x), row(res), w, b, row(dy), eps);
     check_close(row(out), ref.out, 2e-5);
     check_close(row(dx), ref.dx, 2e-5);
     for (Index c = 0; c < cols; ++c) {

@@ -28,13 +28,13 @@ darkbert::Transformer<float> real_vocab_bert() {
   return darkbert::Transformer<float>::load(darkbert::test::golden_dir() / "models/bert_model_real_vocab");
 }
 
-study::TaskInputs mrpc_inputs(const darkbert::ModelConfig& config, std::size_t n = 6) {
+study::TaskInputs change_mrpc_inputs(const darkbert::ModelConfig& config, std::size_t n = 6) {
   return study::load_task_inputs(shared_root(), darkbert::GlueTask::mrpc, bert_tokenizer(), config,
                                  {.max_examples = n, .seed = 1, .max_length = 40});
 }
 
 // A change measured by hand: 3 layers x 2 heads.
-study::FineTuneChange by_hand(std::uint64_t seed, std::vector<double> cosines) {
+study::FineTuneChange change_by_hand(std::uint64_t seed, std::vector<double> cosines) {
   study::FineTuneChange c;
   c.task = "RTE", c.seed = seed, c.pretrained = "p", c.finetuned = "f" + std::to_string(seed), c.provenance = "by hand";
   c.cosine = darkbert::make_head_matrix<double>("cosine", 3, 2);
@@ -47,7 +47,7 @@ study::FineTuneChange by_hand(std::uint64_t seed, std::vector<double> cosines) {
 
 TEST_CASE("measure_fine_tune_change: a model against itself has cosine 1 on every head") {
   const auto model = real_vocab_bert();
-  const auto inputs = mrpc_inputs(model.config());
+  const auto inputs = change_mrpc_inputs(model.config());
   const auto c = study::measure_fine_tune_change(model, model, inputs, {.seed = 3, .pretrained = "a", .finetuned = "a"});
   CHECK(c.task == "MRPC");
   CHECK(c.seed == 3);
@@ -61,7 +61,7 @@ TEST_CASE("measure_fine_tune_change: a model against itself has cosine 1 on ever
 
 TEST_CASE("measure_fine_tune_change: a head whose pattern a policy replaces changes, and only what it feeds") {
   const auto model = real_vocab_bert();
-  const auto inputs = mrpc_inputs(model.config());
+  const auto inputs = change_mrpc_inputs(model.config());
   // Last layer, head 2 made uniform: nothing else can change.
   darkbert::MaskingPolicies<float> last;
   last.add(darkbert::uniform_policy<float>(), {{1, 2}});
@@ -105,7 +105,7 @@ TEST_CASE("measure_fine_tune_change: a tiny fine-tune of BERT and of a causal GP
                                              {.max_examples = 32, .seed = 9, .max_length = 40});
   darkbert::fine_tune(tuned, train.texts, bert_tokenizer().pad_id(),
                       {.epochs = 2, .batch_size = 8, .learning_rate = 1e-2, .seed = 1, .show_progress = false});
-  const auto inputs = mrpc_inputs(config);
+  const auto inputs = change_mrpc_inputs(config);
   const auto c = study::measure_fine_tune_change(base, tuned, inputs, {.seed = 1});
   double lowest = 1;
   for (int l = 0; l < 2; ++l)
@@ -153,18 +153,18 @@ TEST_CASE("measure_fine_tune_change: a tiny fine-tune of BERT and of a causal GP
 }
 
 TEST_CASE("FineTuneChange: per-layer change and its ranking; merging shares of the examples") {
-  const auto c = by_hand(1, {1, 1, 0.9, 0.9, 0.5, 0.7});
+  const auto c = change_by_hand(1, {1, 1, 0.9, 0.9, 0.5, 0.7});
   const auto change = c.layer_change();
   CHECK(change[0] == doctest::Approx(0.0));
   CHECK(change[1] == doctest::Approx(0.1));
   CHECK(change[2] == doctest::Approx(0.4));
   CHECK(c.layers_by_change() == std::vector<int>{2, 1, 0});
   CHECK(c.summary()["last_two_layers_change_most"] == true);
-  CHECK(by_hand(1, {0.5, 0.5, 0.9, 0.9, 1, 1}).summary()["last_two_layers_change_most"] == false);
+  CHECK(change_by_hand(1, {0.5, 0.5, 0.9, 0.9, 1, 1}).summary()["last_two_layers_change_most"] == false);
 
   // Two halves of the examples merged = the whole.
   const auto model = real_vocab_bert();
-  const auto all = mrpc_inputs(model.config(), 6);
+  const auto all = change_mrpc_inputs(model.config(), 6);
   darkbert::MaskingPolicies<float> policy;
   policy.add(darkbert::uniform_policy<float>(), {{0, 2}});
   auto half = [&](std::size_t first) {
@@ -181,15 +181,15 @@ TEST_CASE("FineTuneChange: per-layer change and its ranking; merging shares of t
   CHECK(merged.examples() == 6);
   for (int l = 0; l < 2; ++l)
     for (int h = 0; h < 4; ++h) CHECK(merged.cosine(l, h) == doctest::Approx(whole.cosine(l, h)).epsilon(1e-6));
-  auto other = by_hand(2, {1, 1, 1, 1, 1, 1});
+  auto other = change_by_hand(2, {1, 1, 1, 1, 1, 1});
   CHECK(darkbert::test::message_of([&] { merged.merge(other); }).find("cannot merge RTE seed 2 into MRPC seed 0") !=
         std::string::npos);
 }
 
 TEST_CASE("aggregate_fine_tune_change: mean and sd per head and per layer over seeds (by hand)") {
-  const std::vector<study::FineTuneChange> seeds = {by_hand(1, {1, 1, 0.9, 0.9, 0.5, 0.7}),
-                                                    by_hand(2, {1, 0.8, 0.8, 0.9, 0.6, 0.6}),
-                                                    by_hand(3, {0.9, 1, 1, 0.7, 0.4, 0.8})};
+  const std::vector<study::FineTuneChange> seeds = {change_by_hand(1, {1, 1, 0.9, 0.9, 0.5, 0.7}),
+                                                    change_by_hand(2, {1, 0.8, 0.8, 0.9, 0.6, 0.6}),
+                                                    change_by_hand(3, {0.9, 1, 1, 0.7, 0.4, 0.8})};
   const auto a = study::aggregate_fine_tune_change(seeds);
   CHECK(a.seeds == std::vector<std::uint64_t>{1, 2, 3});
   CHECK(a.cosine_mean(0, 1) == doctest::Approx(2.8 / 3));
@@ -232,8 +232,8 @@ TEST_CASE("aggregate_fine_tune_change: mean and sd per head and per layer over s
 
 TEST_CASE("FineTuneChange and its aggregate: save/load round trips, seed folders, Figure 5, bad files named") {
   const auto dir = darkbert::test::scratch_dir("study_finetune_change_round_trip");
-  const std::vector<study::FineTuneChange> seeds = {by_hand(1, {1, 1, 0.9, 0.9, 0.5, 0.7}),
-                                                    by_hand(2, {1, 0.8, 0.8, 0.9, 0.6, 0.6})};
+  const std::vector<study::FineTuneChange> seeds = {change_by_hand(1, {1, 1, 0.9, 0.9, 0.5, 0.7}),
+                                                    change_by_hand(2, {1, 0.8, 0.8, 0.9, 0.6, 0.6})};
   for (const auto& c : seeds) c.save(study::seed_dir(dir / "RTE", c.seed));
   const auto back = study::FineTuneChange::load(study::seed_dir(dir / "RTE", 2));
   CHECK(back.cosine.values == seeds[1].cosine.values);
@@ -262,6 +262,6 @@ TEST_CASE("FineTuneChange and its aggregate: save/load round trips, seed folders
   const auto small = darkbert::Transformer<float>::load(darkbert::test::golden_dir() / "models/bert_model");
   const auto model = real_vocab_bert();
   CHECK(darkbert::test::message_of([&] {
-          study::measure_fine_tune_change(model, small, mrpc_inputs(model.config(), 2));
+          study::measure_fine_tune_change(model, small, change_mrpc_inputs(model.config(), 2));
         }).find("differ in shape") != std::string::npos);
 }

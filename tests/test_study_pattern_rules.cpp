@@ -38,7 +38,7 @@ std::vector<TokenAnnotation> tokens_of(const std::string& spelling) {
 
 // An n x n map whose row i is weight(i, j) over the allowed keys (j <= i when causal), normalised to sum 1.
 template <class Weight>
-std::vector<double> map_of(Index n, bool causal, Weight&& weight) {
+std::vector<double> pattern_map_of(Index n, bool causal, Weight&& weight) {
   std::vector<double> m(static_cast<std::size_t>(n * n), 0.0);
   for (Index i = 0; i < n; ++i) {
     const Index keys = causal ? i + 1 : n;
@@ -74,7 +74,7 @@ const std::string two =
 
 TEST_CASE("the uniform map: shares by hand, every excess 0, heterogeneous") {
   const Index n = 8;
-  const auto uniform = map_of(n, false, [](Index, Index) { return 1.0; });
+  const auto uniform = pattern_map_of(n, false, [](Index, Index) { return 1.0; });
   const auto s = summarize(one, false, uniform);
   CHECK(s.anchors == 2);
   CHECK(s.columns == 3);  // the two specials and one more stripe
@@ -92,7 +92,7 @@ TEST_CASE("the uniform map: shares by hand, every excess 0, heterogeneous") {
 TEST_CASE("vertical, diagonal, vertical + diagonal on one sentence") {
   const Index n = 8;
   // Half of every row on [CLS], half on [SEP].
-  const auto vertical = map_of(n, false, [&](Index, Index j) { return j == 0 || j == n - 1 ? 1.0 : 0.0; });
+  const auto vertical = pattern_map_of(n, false, [&](Index, Index j) { return j == 0 || j == n - 1 ? 1.0 : 0.0; });
   const auto sv = summarize(one, false, vertical);
   CHECK(sv.vertical.value == doctest::Approx(1.0));
   CHECK(sv.anchor.value == doctest::Approx(1.0));
@@ -102,7 +102,7 @@ TEST_CASE("vertical, diagonal, vertical + diagonal on one sentence") {
   CHECK(PatternRules{}.explain(sv).rfind("vertical:", 0) == 0);
 
   // Every row on the next token (the last on the previous one): the row before [SEP] lands on an anchor.
-  const auto next = map_of(n, false, [&](Index i, Index j) { return j == (i + 1 < n ? i + 1 : i - 1) ? 1.0 : 0.0; });
+  const auto next = pattern_map_of(n, false, [&](Index i, Index j) { return j == (i + 1 < n ? i + 1 : i - 1) ? 1.0 : 0.0; });
   const auto sd = summarize(one, false, next);
   CHECK(sd.diagonal.value == doctest::Approx(7.0 / 8));
   CHECK(sd.diagonal.excess() == doctest::Approx((7.0 / 8 - 18.0 / 64) / (1 - 18.0 / 64)));
@@ -112,18 +112,18 @@ TEST_CASE("vertical, diagonal, vertical + diagonal on one sentence") {
   // band, and the half that goes there is only 22% of the room above it).
   const std::string twenty = "C" + std::string(18, 'a') + "S";
   const Index m = 20;
-  const auto both = map_of(m, false, [&](Index i, Index j) {
+  const auto both = pattern_map_of(m, false, [&](Index i, Index j) {
     return (j == 0 || j == m - 1 ? 0.5 : 0.0) + (j == (i + 1 < m ? i + 1 : i - 1) ? 1.0 : 0.0);
   });
   const auto sb = summarize(twenty, false, both);
   CHECK(sb.vertical.excess() >= 0.25);
   CHECK(sb.diagonal.excess() >= 0.25);
   CHECK(PatternRules{}.pattern(sb) == AttentionPattern::vertical_diagonal);
-  CHECK(classify(one, false, map_of(n, false, [&](Index i, Index j) {
+  CHECK(classify(one, false, pattern_map_of(n, false, [&](Index i, Index j) {
                    return (j == 0 || j == n - 1 ? 0.5 : 0.0) + (j == (i + 1 < n ? i + 1 : i - 1) ? 1.0 : 0.0);
                  })) == AttentionPattern::vertical);
   // A weak diagonal beside strong stripes stays vertical: 10% of each row on the next token.
-  const auto faint = map_of(m, false, [&](Index i, Index j) {
+  const auto faint = pattern_map_of(m, false, [&](Index i, Index j) {
     return (j == 0 || j == m - 1 ? 0.45 : 0.0) + (j == (i + 1 < m ? i + 1 : i - 1) ? 0.1 : 0.0);
   });
   CHECK(classify(twenty, false, faint) == AttentionPattern::vertical);
@@ -133,7 +133,7 @@ TEST_CASE("block: two sentences, own-segment attention spread over the sentence"
   const auto tokens = tokens_of(two);
   const auto n = static_cast<Index>(tokens.size());
   auto segment = [&](Index j) { return tokens[static_cast<std::size_t>(j)].segment; };
-  const auto block = map_of(n, false, [&](Index i, Index j) { return segment(i) == segment(j) ? 1.0 : 0.0; });
+  const auto block = pattern_map_of(n, false, [&](Index i, Index j) { return segment(i) == segment(j) ? 1.0 : 0.0; });
   const auto s = summarize(two, false, block);
   CHECK(s.two_segments);
   CHECK(s.block.value == doctest::Approx(1.0));
@@ -152,7 +152,7 @@ TEST_CASE("block: two sentences, own-segment attention spread over the sentence"
 
   // A window of +-3 tokens keeps to its sentence too but is local: the spread rule refuses it, and three of
   // its seven keys on the diagonal band are not enough for diagonal.
-  const auto window = map_of(n, false, [&](Index i, Index j) { return std::abs(i - j) <= 3 ? 1.0 : 0.0; });
+  const auto window = pattern_map_of(n, false, [&](Index i, Index j) { return std::abs(i - j) <= 3 ? 1.0 : 0.0; });
   const auto sw = summarize(two, false, window);
   CHECK(sw.block.excess() >= 0.5);
   CHECK(sw.spread < 0.5);
@@ -167,7 +167,7 @@ TEST_CASE("causal maps: uniform prefix, previous token, first token, block of th
   const auto tokens = tokens_of(spelling);
   const auto n = static_cast<Index>(tokens.size());
 
-  const auto uniform = map_of(n, true, [](Index, Index) { return 1.0; });
+  const auto uniform = pattern_map_of(n, true, [](Index, Index) { return 1.0; });
   const auto su = summarize(spelling, true, uniform);
   CHECK(su.causal);
   CHECK(su.anchors == 2);  // the first token and the separator
@@ -180,17 +180,17 @@ TEST_CASE("causal maps: uniform prefix, previous token, first token, block of th
   CHECK(su.anchor.uniform > harmonic / static_cast<double>(n));
   CHECK(PatternRules{}.pattern(su) == AttentionPattern::heterogeneous);
 
-  const auto previous = map_of(n, true, [](Index i, Index j) { return j == (i > 0 ? i - 1 : 0) ? 1.0 : 0.0; });
+  const auto previous = pattern_map_of(n, true, [](Index i, Index j) { return j == (i > 0 ? i - 1 : 0) ? 1.0 : 0.0; });
   CHECK(classify(spelling, true, previous) == AttentionPattern::diagonal);
 
   // Everything on the first token: vertical, though no [CLS]/[SEP] is involved.
-  const auto first = map_of(n, true, [](Index, Index j) { return j == 0 ? 1.0 : 0.0; });
+  const auto first = pattern_map_of(n, true, [](Index, Index j) { return j == 0 ? 1.0 : 0.0; });
   const auto sf = summarize(spelling, true, first);
   CHECK(sf.anchor.value == doctest::Approx(1.0));
   CHECK(PatternRules{}.pattern(sf) == AttentionPattern::vertical);
 
   auto segment = [&](Index j) { return tokens[static_cast<std::size_t>(j)].segment; };
-  const auto block = map_of(n, true, [&](Index i, Index j) { return segment(i) == segment(j) ? 1.0 : 0.0; });
+  const auto block = pattern_map_of(n, true, [&](Index i, Index j) { return segment(i) == segment(j) ? 1.0 : 0.0; });
   const auto sb = summarize(spelling, true, block);
   CHECK(sb.two_segments);
   CHECK(sb.block.excess() == doctest::Approx(1.0));
@@ -206,7 +206,7 @@ TEST_CASE("causal maps: uniform prefix, previous token, first token, block of th
 
 TEST_CASE("a map shorter than min_length is heterogeneous whatever it shows") {
   const std::string spelling = "CaaS";
-  const auto vertical = map_of(4, false, [](Index, Index j) { return j == 0 ? 1.0 : 0.0; });
+  const auto vertical = pattern_map_of(4, false, [](Index, Index j) { return j == 0 ? 1.0 : 0.0; });
   const auto s = summarize(spelling, false, vertical);
   CHECK(PatternRules{}.pattern(s) == AttentionPattern::heterogeneous);
   CHECK(PatternRules{}.explain(s) == "heterogeneous: 4 tokens < 6");
@@ -262,7 +262,7 @@ TEST_CASE("the replication's classes on causal maps: diagonal, M1, block, overal
     return ReplicationPatternRules{}.pattern(summarize(spelling, true, map));
   };
 
-  const auto uniform = map_of(n, true, [](Index, Index) { return 1.0; });
+  const auto uniform = pattern_map_of(n, true, [](Index, Index) { return 1.0; });
   const auto su = summarize(spelling, true, uniform);
   // Uniform: row i of sentence 2 puts 12 / (i + 1) on sentence 1's ordinary tokens; the mean over rows 14..25.
   double by_hand = 0;
@@ -271,28 +271,28 @@ TEST_CASE("the replication's classes on causal maps: diagonal, M1, block, overal
   CHECK(su.second_on_first.excess() == doctest::Approx(0.0));
   CHECK(replication(uniform) == ReplicationPattern::overall);
 
-  CHECK(replication(map_of(n, true, [](Index i, Index j) { return j == (i > 0 ? i - 1 : 0) ? 1.0 : 0.0; })) ==
+  CHECK(replication(pattern_map_of(n, true, [](Index i, Index j) { return j == (i > 0 ? i - 1 : 0) ? 1.0 : 0.0; })) ==
         ReplicationPattern::diagonal);
   // M1: every row that can see the first sentence spreads over it.
-  const auto m1 = map_of(n, true, [&](Index i, Index j) { return i < 1 || (segment(j) == 0 && ordinary(j)) ? 1.0 : 0.0; });
+  const auto m1 = pattern_map_of(n, true, [&](Index i, Index j) { return i < 1 || (segment(j) == 0 && ordinary(j)) ? 1.0 : 0.0; });
   const auto sm = summarize(spelling, true, m1);
   CHECK(sm.second_on_first.value == doctest::Approx(1.0));
   CHECK(sm.second_on_first.excess() == doctest::Approx(1.0));
   CHECK(replication(m1) == ReplicationPattern::majority_first_sentence);
   CHECK(ReplicationPatternRules{}.explain(sm).rfind("majority in sentence 1: sentence-1 excess >= 0.50; ", 0) == 0);
   // Block: each sentence within itself.
-  CHECK(replication(map_of(n, true, [&](Index i, Index j) { return segment(i) == segment(j) ? 1.0 : 0.0; })) ==
+  CHECK(replication(pattern_map_of(n, true, [&](Index i, Index j) { return segment(i) == segment(j) ? 1.0 : 0.0; })) ==
         ReplicationPattern::block);
   // Everything on the first token: the paper's vertical, the replication's overall (it has no vertical class,
   // and the first token is not part of sentence 1's tokens).
-  const auto first = map_of(n, true, [](Index, Index j) { return j == 0 ? 1.0 : 0.0; });
+  const auto first = pattern_map_of(n, true, [](Index, Index j) { return j == 0 ? 1.0 : 0.0; });
   CHECK(PatternRules{}.pattern(summarize(spelling, true, first)) == AttentionPattern::vertical);
   CHECK(replication(first) == ReplicationPattern::overall);
   CHECK(summarize(spelling, true, first).second_on_first.value == 0.0);
 
   // One sentence: neither M1 nor block can be told; a first-sentence-only map is overall.
   const std::string single = "Eaaaaaaaaaaa";
-  const auto one_sentence = map_of(12, true, [](Index, Index) { return 1.0; });
+  const auto one_sentence = pattern_map_of(12, true, [](Index, Index) { return 1.0; });
   const auto s1 = summarize(single, true, one_sentence);
   CHECK_FALSE(s1.two_segments);
   CHECK(s1.second_on_first.value == 0.0);

@@ -69,10 +69,10 @@ std::vector<WorkUnit> mini_study(const fs::path& root) {
   return units;
 }
 
-const nlohmann::json fingerprint = {{"study", 1}, {"model", "m"}, {"seeds", 2}};
+const nlohmann::json study_fingerprint = {{"study", 1}, {"model", "m"}, {"seeds", 2}};
 
 // Runs shard k of n into `dir` as `darkbert reproduce --shard k/n` does.
-void run_shard(const fs::path& dir, int k, int n, const nlohmann::json& fp = fingerprint) {
+void run_shard(const fs::path& dir, int k, int n, const nlohmann::json& fp = study_fingerprint) {
   const auto units = mini_study(dir);
   const auto shards = darkbert::study::plan_shards(units, n);
   std::vector<WorkUnit> mine;
@@ -104,7 +104,7 @@ std::map<std::string, std::string> files_of(const fs::path& dir) {
 TEST_CASE("merge_study_shards: 1, 2 and 3 shards in any order give the single run's files") {
   const auto base = darkbert::test::scratch_dir("study_shard_merge/equal");
   const auto single_units = mini_study(base / "single");
-  darkbert::study::run_units(single_units, base / "single/units", fingerprint, {.show_progress = false});
+  darkbert::study::run_units(single_units, base / "single/units", study_fingerprint, {.show_progress = false});
   const auto expected = files_of(base / "single");
   REQUIRE(expected.count("table1/runs.csv"));
   REQUIRE(expected.count("table1/checkpoints/MRPC/seed-2/model.txt"));
@@ -119,7 +119,7 @@ TEST_CASE("merge_study_shards: 1, 2 and 3 shards in any order give the single ru
       CAPTURE(n);
       CAPTURE(order);
       const auto out = base / ("merged-" + std::to_string(n) + "-" + std::to_string(order++));
-      const auto merged = darkbert::study::merge_study_shards(dirs, mini_study(out), fingerprint, out);
+      const auto merged = darkbert::study::merge_study_shards(dirs, mini_study(out), study_fingerprint, out);
       CHECK(merged.units == single_units.size());
       CHECK(merged.ran == single_units.size());
       const auto got = files_of(out);
@@ -144,37 +144,37 @@ TEST_CASE("merge_study_shards: missing, duplicated and foreign shards, and disag
   REQUIRE_FALSE(third.empty());
 
   // Missing: named with the shard that should have had them.
-  CHECK(message_of([&] { darkbert::study::merge_study_shards({s1, s2}, units, fingerprint, out); }) ==
+  CHECK(message_of([&] { darkbert::study::merge_study_shards({s1, s2}, units, study_fingerprint, out); }) ==
         "merge: units missing from the shards given:\n  shard 3/3 should have had: " + third +
             "\ngive the folder of every shard, each finished (its shard.json written)");
   // Duplicated: both folders named.
-  const auto twice = message_of([&] { darkbert::study::merge_study_shards({s1, s2, s3, s2}, units, fingerprint, out); });
+  const auto twice = message_of([&] { darkbert::study::merge_study_shards({s1, s2, s3, s2}, units, study_fingerprint, out); });
   CHECK(twice.find("' is in two shards: " + s2.string() + " and " + s2.string()) != std::string::npos);
   run_shard(base / "two-of-2", 2, 2);
-  const auto overlap = message_of([&] { darkbert::study::merge_study_shards({s1, s2, s3, base / "two-of-2"}, units, fingerprint, out); });
+  const auto overlap = message_of([&] { darkbert::study::merge_study_shards({s1, s2, s3, base / "two-of-2"}, units, study_fingerprint, out); });
   CHECK(overlap.find("is in two shards: ") != std::string::npos);
   CHECK(overlap.find(" and " + (base / "two-of-2").string()) != std::string::npos);
   // Foreign: another configuration, named by folder and differing keys.
   const nlohmann::json other = {{"study", 1}, {"model", "m2"}, {"seeds", 3}};
   run_shard(base / "foreign", 3, 3, other);
-  CHECK(message_of([&] { darkbert::study::merge_study_shards({s1, s2, base / "foreign"}, units, fingerprint, out); }) ==
+  CHECK(message_of([&] { darkbert::study::merge_study_shards({s1, s2, base / "foreign"}, units, study_fingerprint, out); }) ==
         (base / "foreign").string() + ": shard 3/3 belongs to another study (model, seeds differ from this one's); merge "
                                       "shards run with the same --model, --seeds, --tasks, --lr and --quick");
   // Into one of the shards' own folders.
-  CHECK(message_of([&] { darkbert::study::merge_study_shards({s1, s2, s3}, units, fingerprint, s2); }) ==
+  CHECK(message_of([&] { darkbert::study::merge_study_shards({s1, s2, s3}, units, study_fingerprint, s2); }) ==
         "merge: " + s2.string() + " is one of the shard folders; merge into another folder");
   // Not a shard folder; a unit listed but not finished; a shared file that differs.
   fs::create_directories(base / "empty");
-  CHECK(message_of([&] { darkbert::study::merge_study_shards({s1, base / "empty"}, units, fingerprint, out); }).find(
+  CHECK(message_of([&] { darkbert::study::merge_study_shards({s1, base / "empty"}, units, study_fingerprint, out); }).find(
             (base / "empty").string() + ": no shard.json") == 0);
   const auto listed = shards.units_of(3).front();
   fs::remove(s3 / "units" / units[listed].id / "unit.json");
-  CHECK(message_of([&] { darkbert::study::merge_study_shards({s1, s2, s3}, units, fingerprint, out); }) ==
+  CHECK(message_of([&] { darkbert::study::merge_study_shards({s1, s2, s3}, units, study_fingerprint, out); }) ==
         s3.string() + ": shard.json lists unit '" + units[listed].id + "' but " +
             (s3 / "units" / units[listed].id / "unit.json").string() + " is missing");
   run_shard(s3, 3, 3);
   std::ofstream(s2 / "units/study.json") << "{\"study\": 1}";
-  const auto differ = message_of([&] { darkbert::study::merge_study_shards({s1, s2, s3}, units, fingerprint, out); });
+  const auto differ = message_of([&] { darkbert::study::merge_study_shards({s1, s2, s3}, units, study_fingerprint, out); });
   CHECK(differ.find("merge: units/study.json differs between ") == 0);
   CHECK_FALSE(fs::exists(out));  // nothing copied by a refused merge
 }

@@ -63,7 +63,7 @@ bool same_values(const darkbert::Table<double>& a, const darkbert::Table<double>
   return true;
 }
 
-const nlohmann::json fingerprint = {{"sweep", 1}, {"model", "m"}, {"max_examples", 40}};
+const nlohmann::json sweep_fingerprint = {{"sweep", 1}, {"model", "m"}, {"max_examples", 40}};
 
 }  // namespace
 
@@ -94,10 +94,10 @@ TEST_CASE("merge_sweep_shards: 1, 2 and 3 shards in any order give the whole swe
     std::vector<fs::path> dirs;
     for (int k = 1; k <= n; ++k) {
       dirs.push_back(base / std::string("n").append(std::to_string(n)) / std::string("s").append(std::to_string(k)));
-      write_part(dirs.back(), k, n, fingerprint);
+      write_part(dirs.back(), k, n, sweep_fingerprint);
     }
     do {
-      const auto r = study::merge_sweep_shards(dirs, fingerprint);
+      const auto r = study::merge_sweep_shards(dirs, sweep_fingerprint);
       CHECK(r.baseline == whole.baseline);
       CHECK(same_values(r.head_scores, whole.head_scores));
       CHECK(same_values(r.layer_scores, whole.layer_scores));
@@ -109,13 +109,13 @@ TEST_CASE("merge_sweep_shards: 1, 2 and 3 shards in any order give the whole swe
     } while (std::next_permutation(dirs.begin(), dirs.end()));
   }
   const fs::path n3 = base / "n3", n2 = base / "n2";
-  CHECK(message_of([&] { study::merge_sweep_shards({n3 / "s1", n3 / "s3"}, fingerprint); }) ==
+  CHECK(message_of([&] { study::merge_sweep_shards({n3 / "s1", n3 / "s3"}, sweep_fingerprint); }) ==
         "sweep merge: ablations missing from the shards given:\n  shard 2/3 should have had: L1H0, L1H1, L1H2, L1H3");
-  CHECK(message_of([&] { study::merge_sweep_shards({n2 / "s1", n2 / "s2", n3 / "s2"}, fingerprint); }) ==
+  CHECK(message_of([&] { study::merge_sweep_shards({n2 / "s1", n2 / "s2", n3 / "s2"}, sweep_fingerprint); }) ==
         "sweep merge: ablation L1H0 is in two shards: " + (n2 / "s1").string() + " and " + (n3 / "s2").string());
   write_part(base / "foreign", 1, 1, {{"sweep", 1}, {"model", "m"}, {"max_examples", 32}});
-  CHECK(message_of([&] { study::merge_sweep_shards({base / "foreign"}, fingerprint); }) ==
+  CHECK(message_of([&] { study::merge_sweep_shards({base / "foreign"}, sweep_fingerprint); }) ==
         (base / "foreign").string() + ": sweep shard 1/1 belongs to another sweep (max_examples differ from this one's); "
                                       "merge shards run with the same options");
-  CHECK(message_of([&] { study::merge_sweep_shards({base}, fingerprint); }).find(base.string() + ": no sweep_shard.json") == 0);
+  CHECK(message_of([&] { study::merge_sweep_shards({base}, sweep_fingerprint); }).find(base.string() + ": no sweep_shard.json") == 0);
 }

@@ -25,14 +25,14 @@ using Strings = std::vector<std::string>;
 
 fs::path gpt2_dir() { return darkbert::test::data_dir() / "vocab" / "gpt2"; }
 
-const BpeTokenizer& gpt2() {
+const BpeTokenizer& bpe_gpt2() {
   static const BpeTokenizer tok(gpt2_dir() / "vocab.json", gpt2_dir() / "merges.txt");
   return tok;
 }
 
 Strings chunks(const std::string& text) {
   Strings out;
-  for (const Span& s : gpt2().pre_tokenize(text)) out.push_back(text.substr(s.begin, s.end - s.begin));
+  for (const Span& s : bpe_gpt2().pre_tokenize(text)) out.push_back(text.substr(s.begin, s.end - s.begin));
   return out;
 }
 
@@ -51,7 +51,7 @@ std::string byte_vocab(const Strings& extra) {
   return j.dump();
 }
 
-std::string load_error(const fs::path& vocab, const fs::path& merges) {
+std::string bpe_load_error(const fs::path& vocab, const fs::path& merges) {
   return darkbert::test::message_of([&] { BpeTokenizer tok(vocab, merges); });
 }
 
@@ -87,7 +87,7 @@ TEST_CASE("bytes_to_unicode is GPT-2's reversible byte alphabet") {
 }
 
 TEST_CASE("GPT-2 tokens, ids and byte offsets") {
-  const auto& tok = gpt2();
+  const auto& tok = bpe_gpt2();
   CHECK(tok.vocab_size() == 50257);
   CHECK(tok.merge_count() == 50000);
   CHECK(tok.eos_id() == 50256);
@@ -113,7 +113,7 @@ TEST_CASE("GPT-2 tokens, ids and byte offsets") {
 }
 
 TEST_CASE("add_prefix_space (pre-split words) adds Ġ with an empty span") {
-  const auto& tok = gpt2();
+  const auto& tok = bpe_gpt2();
   std::vector<TokenPiece> p;
   tok.tokenize("cat", p, true);
   REQUIRE(p.size() == 1);
@@ -143,10 +143,10 @@ TEST_CASE("decode inverts tokenization on every golden text") {
     const auto j = nlohmann::json::parse(line);
     const auto text = j["text"].get<std::string>();
     std::vector<TokenPiece> p;
-    gpt2().tokenize(text, p);
+    bpe_gpt2().tokenize(text, p);
     std::vector<int> ids;
     for (const auto& x : p) ids.push_back(x.id);
-    CHECK(gpt2().decode(ids) == text);
+    CHECK(bpe_gpt2().decode(ids) == text);
     ++n;
   }
   CHECK(n == 330);
@@ -188,51 +188,51 @@ TEST_CASE("vocab.json and merges.txt errors name the file and line") {
   const auto dir = darkbert::test::scratch_dir("bpe_errors");
   const auto vocab = write_file(dir / "vocab.json", byte_vocab({"ab"}));
   const auto merges = write_file(dir / "merges.txt", "#version: 0.2\na b\n");
-  CHECK(load_error(vocab, merges).empty());
+  CHECK(bpe_load_error(vocab, merges).empty());
 
   const auto missing = dir / "none" / "merges.txt";
-  CHECK(load_error(vocab, missing) == "merges file '" + missing.string() + "' does not exist");
-  CHECK(load_error(dir / "nothing.json", merges) ==
+  CHECK(bpe_load_error(vocab, missing) == "merges file '" + missing.string() + "' does not exist");
+  CHECK(bpe_load_error(dir / "nothing.json", merges) ==
         "vocab file '" + (dir / "nothing.json").string() + "' does not exist");
 
   const auto m_bad = write_file(dir / "bad1.txt", "#version: 0.2\na b\nabc\nb c\n");
-  CHECK(load_error(vocab, m_bad) ==
+  CHECK(bpe_load_error(vocab, m_bad) ==
         m_bad.string() + ":3: expected two symbols separated by one space, got 'abc'");
   const auto m_three = write_file(dir / "bad2.txt", "#version: 0.2\na b c\n");
-  CHECK(load_error(vocab, m_three) ==
+  CHECK(bpe_load_error(vocab, m_three) ==
         m_three.string() + ":2: expected two symbols separated by one space, got 'a b c'");
   const auto m_blank = write_file(dir / "bad3.txt", "#version: 0.2\na b\n\nb c\n");
-  CHECK(load_error(vocab, m_blank) == m_blank.string() + ":3: expected two symbols separated by one space, got ''");
+  CHECK(bpe_load_error(vocab, m_blank) == m_blank.string() + ":3: expected two symbols separated by one space, got ''");
   const auto m_alpha = write_file(dir / "bad4.txt", "#version: 0.2\na b\n中 x\n");  // not a byte symbol
-  CHECK(load_error(vocab, m_alpha) ==
+  CHECK(bpe_load_error(vocab, m_alpha) ==
         m_alpha.string() + ":3: '中' is not a byte-level symbol (U+4E2D is not in GPT-2's byte alphabet)");
   const auto m_utf8 = write_file(dir / "bad5.txt", "#version: 0.2\na \xFF\n");
-  CHECK(load_error(vocab, m_utf8) ==
+  CHECK(bpe_load_error(vocab, m_utf8) ==
         m_utf8.string() + ":2: invalid UTF-8 at byte 0: byte that never occurs in UTF-8: 0xFF");
   const auto m_empty = write_file(dir / "empty.txt", "#version: 0.2\n");
-  CHECK(load_error(vocab, m_empty) == m_empty.string() + ": no merges");
+  CHECK(bpe_load_error(vocab, m_empty) == m_empty.string() + ": no merges");
 
   const auto v_syntax = write_file(dir / "v1.json", "{\"a\": 0,\n \"b\": 1,\n \"c\" 2}");
-  CHECK(load_error(v_syntax, merges) ==
+  CHECK(bpe_load_error(v_syntax, merges) ==
         v_syntax.string() + ": parse error at line 3, column 6: syntax error while parsing object separator - "
                             "unexpected number literal; expected ':'");
   const auto v_type = write_file(dir / "v2.json", "{\"a\": 0, \"b\": \"1\"}");
-  CHECK(load_error(v_type, merges) == v_type.string() + ": entry \"b\": id must be an integer, got \"1\"");
+  CHECK(bpe_load_error(v_type, merges) == v_type.string() + ": entry \"b\": id must be an integer, got \"1\"");
   const auto v_dup = write_file(dir / "v3.json", "{\"a\": 0, \"b\": 0}");
-  CHECK(load_error(v_dup, merges) == v_dup.string() + ": entries \"a\" and \"b\" share id 0");
+  CHECK(bpe_load_error(v_dup, merges) == v_dup.string() + ": entries \"a\" and \"b\" share id 0");
   const auto v_range = write_file(dir / "v4.json", "{\"a\": 0, \"b\": 5}");
-  CHECK(load_error(v_range, merges) ==
+  CHECK(bpe_load_error(v_range, merges) ==
         v_range.string() + ": entry \"b\": id 5 outside 0..1 (ids must number the 2 entries from 0)");
   const auto v_array = write_file(dir / "v5.json", "[1, 2]");
-  CHECK(load_error(v_array, merges) ==
+  CHECK(bpe_load_error(v_array, merges) ==
         v_array.string() + ": expected a JSON object {\"token\": id, ...}, got array");
   nlohmann::json no_eot = nlohmann::json::parse(byte_vocab({}));
   no_eot.erase("<|endoftext|>");
   const auto v_eot = write_file(dir / "v6.json", no_eot.dump());
-  CHECK(load_error(v_eot, merges) == v_eot.string() + ": no '<|endoftext|>' entry (GPT-2 BPE needs it)");
+  CHECK(bpe_load_error(v_eot, merges) == v_eot.string() + ": no '<|endoftext|>' entry (GPT-2 BPE needs it)");
 }
 
 TEST_CASE("invalid UTF-8 in the text names the byte offset") {
-  CHECK_THROWS_WITH_AS(gpt2().tokenize("Hello \xE2\x82"),
+  CHECK_THROWS_WITH_AS(bpe_gpt2().tokenize("Hello \xE2\x82"),
                        "invalid UTF-8 at byte 6: sequence truncated by the end of the text", darkbert::error);
 }

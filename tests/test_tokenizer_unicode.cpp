@@ -28,7 +28,7 @@ struct Fnv {
 
 bool is_surrogate(char32_t cp) { return cp >= 0xD800 && cp <= 0xDFFF; }
 
-std::string error_of(std::string_view bytes) {
+std::string decode_error(std::string_view bytes) {
   return darkbert::test::message_of([&] { decode_utf8(bytes); });
 }
 
@@ -242,19 +242,19 @@ TEST_CASE("UTF-8 round trip of every scalar value, with byte spans") {
 }
 
 TEST_CASE("invalid UTF-8 is rejected with the byte offset") {
-  CHECK(error_of("ab\x80") == "invalid UTF-8 at byte 2: unexpected continuation byte 0x80");
-  CHECK(error_of("abc\xE2\x82") == "invalid UTF-8 at byte 3: sequence truncated by the end of the text");
-  CHECK(error_of("\xC0\xAF") == "invalid UTF-8 at byte 0: byte that never occurs in UTF-8: 0xC0");
-  CHECK(error_of("x\xE0\x80\xAF") == "invalid UTF-8 at byte 1: overlong encoding");
-  CHECK(error_of("xy\xED\xA0\x80") == "invalid UTF-8 at byte 2: encoded surrogate");
-  CHECK(error_of("\xF4\x90\x80\x80") == "invalid UTF-8 at byte 0: code point above U+10FFFF");
-  CHECK(error_of("ok \xF5\x80\x80\x80") == "invalid UTF-8 at byte 3: byte that never occurs in UTF-8: 0xF5");
-  CHECK(error_of("\xC3" "A") ==
+  CHECK(decode_error("ab\x80") == "invalid UTF-8 at byte 2: unexpected continuation byte 0x80");
+  CHECK(decode_error("abc\xE2\x82") == "invalid UTF-8 at byte 3: sequence truncated by the end of the text");
+  CHECK(decode_error("\xC0\xAF") == "invalid UTF-8 at byte 0: byte that never occurs in UTF-8: 0xC0");
+  CHECK(decode_error("x\xE0\x80\xAF") == "invalid UTF-8 at byte 1: overlong encoding");
+  CHECK(decode_error("xy\xED\xA0\x80") == "invalid UTF-8 at byte 2: encoded surrogate");
+  CHECK(decode_error("\xF4\x90\x80\x80") == "invalid UTF-8 at byte 0: code point above U+10FFFF");
+  CHECK(decode_error("ok \xF5\x80\x80\x80") == "invalid UTF-8 at byte 3: byte that never occurs in UTF-8: 0xF5");
+  CHECK(decode_error("\xC3" "A") ==
         "invalid UTF-8 at byte 0: sequence interrupted: expected a continuation byte, got 0x41");
-  CHECK(error_of("\xFF") == "invalid UTF-8 at byte 0: byte that never occurs in UTF-8: 0xFF");
+  CHECK(decode_error("\xFF") == "invalid UTF-8 at byte 0: byte that never occurs in UTF-8: 0xFF");
   // the base offset of a slice shows in the message
   std::vector<TextChar> chars;
   CHECK_THROWS_WITH_AS(decode_utf8("\x80", chars, 7), "invalid UTF-8 at byte 7: unexpected continuation byte 0x80",
                        darkbert::error);
-  CHECK(error_of("plain ASCII and \xC3\xA9") == "");
+  CHECK(decode_error("plain ASCII and \xC3\xA9") == "");
 }

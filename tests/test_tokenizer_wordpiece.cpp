@@ -38,7 +38,7 @@ std::vector<TokenPiece> pieces(const WordPieceTokenizer& wp, const std::string& 
   return out;
 }
 
-std::string load_error(const fs::path& path) {
+std::string wordpiece_load_error(const fs::path& path) {
   return darkbert::test::message_of([&] { WordPieceTokenizer wp(path); });
 }
 
@@ -207,19 +207,19 @@ TEST_CASE("invalid UTF-8 in the text names the byte offset") {
 TEST_CASE("vocab.txt errors name the file and line") {
   const auto dir = darkbert::test::scratch_dir("wordpiece_errors");
   const auto missing = dir / "nope" / "vocab.txt";
-  CHECK(load_error(missing) == "vocab file '" + missing.string() + "' does not exist");
-  CHECK(load_error(dir) == "vocab file '" + dir.string() + "' is a directory, not a file");
+  CHECK(wordpiece_load_error(missing) == "vocab file '" + missing.string() + "' does not exist");
+  CHECK(wordpiece_load_error(dir) == "vocab file '" + dir.string() + "' is a directory, not a file");
   const auto empty_line = write_file(dir / "empty_line.txt", "[UNK]\nhello\n\nworld\n");
-  CHECK(load_error(empty_line) == empty_line.string() + ":3: empty token (every line must hold one token)");
+  CHECK(wordpiece_load_error(empty_line) == empty_line.string() + ":3: empty token (every line must hold one token)");
   const auto dup = write_file(dir / "dup.txt", "[UNK]\nhello\nworld\nhello\n");
-  CHECK(load_error(dup) == dup.string() + ":4: duplicate token 'hello' (first on line 2)");
+  CHECK(wordpiece_load_error(dup) == dup.string() + ":4: duplicate token 'hello' (first on line 2)");
   const auto bad_utf8 = write_file(dir / "bad.txt", "[UNK]\nok\nbad\xFF\n");
-  CHECK(load_error(bad_utf8) ==
+  CHECK(wordpiece_load_error(bad_utf8) ==
         bad_utf8.string() + ":3: invalid UTF-8 at byte 3: byte that never occurs in UTF-8: 0xFF");
   const auto no_unk = write_file(dir / "no_unk.txt", "[PAD]\nhello\n");
-  CHECK(load_error(no_unk) == no_unk.string() + ": no [UNK] token (WordPiece needs it for unknown words)");
+  CHECK(wordpiece_load_error(no_unk) == no_unk.string() + ": no [UNK] token (WordPiece needs it for unknown words)");
   const auto empty = write_file(dir / "empty.txt", "");
-  CHECK(load_error(empty) == empty.string() + ": empty vocabulary");
+  CHECK(wordpiece_load_error(empty) == empty.string() + ": empty vocabulary");
   // CRLF line ends are accepted (the \r is not part of the token); no final newline is fine too
   const auto crlf = write_file(dir / "crlf.txt", "[UNK]\r\nhello\r\nworld");
   const WordPieceTokenizer wp(crlf);

@@ -28,7 +28,7 @@ std::string bytes_of(const fs::path& p) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
-struct Stop {};  // thrown after a checkpoint: the run ends as a kill would end it
+struct StopDefaultModelRun {};  // thrown after a checkpoint: the run ends as a kill would end it
 
 }  // namespace
 
@@ -66,9 +66,9 @@ TEST_CASE("default_model pretrains on first use into <cache>/models, then serves
   const auto partial = darkbert::default_model_dir(root2, "bert").string() + ".partial";
   CHECK_THROWS_AS(darkbert::run_pretraining(root2, {.out = partial, .recipe = quick_recipe(), .show_progress = false,
                                                     .after_step = [](const darkbert::PretrainState& s) {
-                                                      if (s.step == 4) throw Stop{};
+                                                      if (s.step == 4) throw StopDefaultModelRun{};
                                                     }}),
-                  Stop);
+                  StopDefaultModelRun);
   std::ostringstream resumed;
   const auto dir2 = darkbert::default_model(root2, "bert", {.recipe = quick_recipe(), .show_progress = false, .log = &resumed});
   CHECK(resumed.str().find("resuming") != std::string::npos);

@@ -34,7 +34,7 @@ darkbert::LabelledTexts synthetic_texts(int n, std::uint64_t seed) {
 // Pairs as a tokenizer gives them: [CLS] a [SEP] b [SEP], segment b of type 1. The label (of num_labels) is
 // which of the tokens 5, 6, 7 occurs in segment b. Ids stay within 10..39 otherwise, inside every golden
 // vocabulary and clear of its padding id.
-darkbert::LabelledTexts synthetic_pairs(int n, int num_labels, std::uint64_t seed) {
+darkbert::LabelledTexts fine_tune_pairs(int n, int num_labels, std::uint64_t seed) {
   std::mt19937_64 rng(seed);
   darkbert::LabelledTexts t;
   t.num_labels = num_labels;
@@ -138,7 +138,7 @@ TEST_CASE("every family fine-tunes on pairs: token types reach only the models t
     CHECK((darkbert::token_types_for(c) == darkbert::TokenTypes::keep) == (c.family == darkbert::Family::bert));
     const int pad = std::max(c.pad_token_id, 0);
     const int labels = static_cast<int>(model.params().task_heads.classifier->out.out());
-    const auto train = synthetic_pairs(384, labels, 1), dev = synthetic_pairs(150, labels, 2);
+    const auto train = fine_tune_pairs(384, labels, 1), dev = fine_tune_pairs(150, labels, 2);
     const auto batch = darkbert::batch_of(train, std::vector<std::size_t>{0, 1}, pad, darkbert::token_types_for(c));
     CHECK(batch.token_type_ids.empty() == (c.family != darkbert::Family::bert));
     const auto history = darkbert::fine_tune(model, train, pad, {.epochs = 8, .batch_size = 16, .learning_rate = 3e-3,

@@ -31,7 +31,7 @@ darkbert::Transformer<double> tiny_gpt2(Index vocab) {
   return darkbert::Transformer<double>::random(c, darkbert::TaskHeads::for_architecture(c), 3);
 }
 
-darkbert::Batch tiny_batch() {
+darkbert::Batch softmax_tiny_batch() {
   darkbert::Batch b;
   b.batch_size = 2, b.length = 6;
   b.input_ids = {5, 17, 3, 3, 40, 8, 1, 0, 59, 22, 13, 4};
@@ -103,7 +103,7 @@ TEST_CASE("the offsets make the candidate sum an unbiased estimate of the full p
 
 TEST_CASE("decoder rows: all of them in order is the full softmax; a subset is the loss over those columns") {
   const auto model = tiny_gpt2(60);
-  const auto batch = tiny_batch();
+  const auto batch = softmax_tiny_batch();
   darkbert::TaskLabels labels;
   labels.tokens = batch.input_ids;
   const darkbert::StepSettings no_dropout{.dropout = false};
@@ -177,7 +177,7 @@ TEST_CASE("decoder rows are refused for a decoder with a bias, and with a wrong 
   darkbert::ForwardOptions<double> o;
   o.decoder_rows = {1, 2};
   o.decoder_offsets = {0, 0};
-  auto batch = tiny_batch();
+  auto batch = softmax_tiny_batch();
   CHECK(darkbert::test::message_of([&] { bert.forward(batch, o); }).find("bias-free") != std::string::npos);
   const auto gpt2 = tiny_gpt2(60);
   o.decoder_offsets = {0};

@@ -18,13 +18,13 @@ namespace {
 const std::vector<std::string> tasks = {"MRPC", "SST-2", "RTE"};
 const std::vector<darkbert::BarSeries> shares = {
     {"vertical", {0.3, 0.5, 0.2}}, {"diagonal", {0.1, 0.1, 0.3}}, {"heterogeneous", {0.6, 0.4, 0.5}}};
-const darkbert::BarChartOptions options{
+const darkbert::BarChartOptions chart_options{
     .title = "Pattern classes", .x_label = "task", .y_label = "share of maps", .y_max = 1.0};
 }  // namespace
 
 TEST_CASE("a stacked bar chart labels its axes, categories, ticks and series") {
   const auto dir = darkbert::test::scratch_dir("viz_bar_chart");
-  darkbert::write_stacked_bar_chart(dir / "b.svg", tasks, shares, options);
+  darkbert::write_stacked_bar_chart(dir / "b.svg", tasks, shares, chart_options);
   const auto texts = text_set(svg_texts(dir / "b.svg"));
   for (const char* expected : {"Pattern classes", "task", "share of maps", "MRPC", "SST-2", "RTE", "vertical",
                                "diagonal", "heterogeneous", "0.0", "0.2", "0.4", "0.6", "0.8", "1.0"})
@@ -40,7 +40,7 @@ TEST_CASE("a stacked bar chart labels its axes, categories, ticks and series") {
 
 TEST_CASE("each segment is drawn in its series' colour, as tall as its value") {
   const auto dir = darkbert::test::scratch_dir("viz_bar_chart_png");
-  const auto g = darkbert::write_stacked_bar_chart(dir / "b.png", tasks, shares, options);
+  const auto g = darkbert::write_stacked_bar_chart(dir / "b.png", tasks, shares, chart_options);
   const darkbert::test::png_image png(dir / "b.png", g.pixels_per_point);
   REQUIRE(g.segments.size() == 3);
   CHECK(g.y_max == 1.0);
@@ -57,7 +57,7 @@ TEST_CASE("each segment is drawn in its series' colour, as tall as its value") {
     CHECK(base == doctest::Approx(g.plot.y));  // shares add up to the top of the axis
   }
   // Above the stacks the plot is background: SST-2 totals 1.0, a stack of 0.5 leaves its upper half white.
-  const auto h = darkbert::write_stacked_bar_chart(dir / "half.png", {"a"}, {{"x", {0.5}}}, options);
+  const auto h = darkbert::write_stacked_bar_chart(dir / "half.png", {"a"}, {{"x", {0.5}}}, chart_options);
   const darkbert::test::png_image half(dir / "half.png", h.pixels_per_point);
   const auto& seg = h.segments[0][0];
   CHECK(darkbert::test::near(half.at(seg.center_x(), h.plot.y + h.plot.height * 0.3), {1, 1, 1}));

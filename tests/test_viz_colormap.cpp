@@ -20,7 +20,7 @@ double lightness(darkbert::RgbColor c) {
   return y > 216.0 / 24389 ? 116 * std::cbrt(y) - 16 : y * 24389.0 / 27;
 }
 
-void check_close(darkbert::RgbColor got, darkbert::RgbColor want, double tolerance) {
+void check_color_close(darkbert::RgbColor got, darkbert::RgbColor want, double tolerance) {
   CHECK(std::abs(got.r - want.r) <= tolerance);
   CHECK(std::abs(got.g - want.g) <= tolerance);
   CHECK(std::abs(got.b - want.b) <= tolerance);
@@ -34,11 +34,11 @@ TEST_CASE("viridis matches matplotlib's 256-entry table") {
   CHECK_FALSE(map.diverging());
   // Entries i of matplotlib's _viridis_data sit at t = i / 255. Resampling to 65 knots costs < 0.42/255.
   const double tolerance = 0.5 / 255;
-  check_close(map(0.0), {0.267004, 0.004874, 0.329415}, 1e-6);
-  check_close(map(64 / 255.0), {0.229739, 0.322361, 0.545706}, tolerance);
-  check_close(map(128 / 255.0), {0.127568, 0.566949, 0.550556}, tolerance);
-  check_close(map(191 / 255.0), {0.360741, 0.785964, 0.387814}, tolerance);
-  check_close(map(1.0), {0.993248, 0.906157, 0.143936}, 1e-6);
+  check_color_close(map(0.0), {0.267004, 0.004874, 0.329415}, 1e-6);
+  check_color_close(map(64 / 255.0), {0.229739, 0.322361, 0.545706}, tolerance);
+  check_color_close(map(128 / 255.0), {0.127568, 0.566949, 0.550556}, tolerance);
+  check_color_close(map(191 / 255.0), {0.360741, 0.785964, 0.387814}, tolerance);
+  check_color_close(map(1.0), {0.993248, 0.906157, 0.143936}, 1e-6);
 }
 
 TEST_CASE("viridis gets lighter all the way (perceptually ordered)") {
@@ -58,9 +58,9 @@ TEST_CASE("cool-warm is diverging: blue, neutral grey in the middle, red; lighte
   CHECK(map.name() == "coolwarm");
   CHECK(map.diverging());
   // Moreland's CoolWarmFloat33 table, first, middle and last rows.
-  check_close(map(0.0), {0.2298057, 0.298717966, 0.753683153}, 1e-6);
-  check_close(map(0.5), {0.865395197, 0.86541021, 0.865395561}, 1e-6);
-  check_close(map(1.0), {0.705673158, 0.01555616, 0.150232812}, 1e-6);
+  check_color_close(map(0.0), {0.2298057, 0.298717966, 0.753683153}, 1e-6);
+  check_color_close(map(0.5), {0.865395197, 0.86541021, 0.865395561}, 1e-6);
+  check_color_close(map(1.0), {0.705673158, 0.01555616, 0.150232812}, 1e-6);
   CHECK(map(0.1).b > map(0.1).r);  // cool side is blue
   CHECK(map(0.9).r > map(0.9).b);  // warm side is red
   for (int i = 0; i < 64; ++i) {   // lightness rises to the middle, then falls
@@ -73,11 +73,11 @@ TEST_CASE("cool-warm is diverging: blue, neutral grey in the middle, red; lighte
 
 TEST_CASE("colormap interpolates linearly between knots and clamps outside [0, 1]") {
   const darkbert::Colormap grey("grey", {{0, 0, 0}, {1, 1, 1}});
-  check_close(grey(0.25), {0.25, 0.25, 0.25}, 1e-12);
+  check_color_close(grey(0.25), {0.25, 0.25, 0.25}, 1e-12);
   const darkbert::Colormap three("three", {{0, 0, 0}, {1, 0, 0}, {1, 1, 0}});
-  check_close(three(0.25), {0.5, 0, 0}, 1e-12);
-  check_close(three(0.5), {1, 0, 0}, 1e-12);
-  check_close(three(0.75), {1, 0.5, 0}, 1e-12);
+  check_color_close(three(0.25), {0.5, 0, 0}, 1e-12);
+  check_color_close(three(0.5), {1, 0, 0}, 1e-12);
+  check_color_close(three(0.75), {1, 0.5, 0}, 1e-12);
   CHECK(three(-3) == three(0));
   CHECK(three(7) == three(1));
   CHECK(three(1.0) == darkbert::RgbColor{1, 1, 0});

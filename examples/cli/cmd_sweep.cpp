@@ -2,6 +2,7 @@
 //                [--max-length 128] [--policy uniform|zero] [--tokenizer DIR] [--quiet]
 // darkbert sweep ... --shard K/N|auto --out SHARD_DIR        one range of the ablations (sweep_shard.json)
 // darkbert sweep ... --merge SHARD_DIR... --out DIR          the shards checked and merged: the single run's files
+// mpirun -np N darkbert sweep ... --shard mpi --out DIR       rank r runs shard r+1 of N, rank 0 merges into DIR
 //
 // The paper's §3.6 experiment on one GLUE task: evaluate the task metric of a fine-tuned classifier
 // with no ablation, with each head disabled, and with each layer disabled, on the task's evaluation
@@ -25,6 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "mpi_shards.hpp"
 #include "darkbert/core/atomic_file.hpp"
 #include "darkbert/data/glue.hpp"
 #include "darkbert/study/disable_heads.hpp"
@@ -42,7 +44,8 @@ struct SweepOptions {
   std::size_t batch_size = 16;
   std::size_t max_length = 128;
   bool naive = false, quiet = false;
-  std::string shard;                         // K/N or auto
+  std::string shard;                         // K/N, auto or mpi
+  std::string shard_dir;                     // with mpi: each rank's shard folder
   std::vector<std::filesystem::path> merge;  // shard folders
 };
 
@@ -77,7 +80,8 @@ inline void print_sweep(const study::DisableHeadsResult& r) {
   std::printf("\n");
 }
 
-inline void run_sweep_command(const SweepOptions& o) {
+// The sweep, or with `shard` its part, written to `shard_out` as a shard; `say`: print what is swept.
+inline void run_sweep(const SweepOptions& o, std::optional<study::ShardSpec> shard, const std::filesystem::path& shard_out, bool say) {
   const auto model = Transformer<float>::load(o.model);
   const auto tokenizer = Tokenizer::from_directory(o.tokenizer.empty() ? o.model : o.tokenizer);
   const GlueTask task = parse_glue_task(o.task);
@@ -89,23 +93,23 @@ inline void run_sweep_command(const SweepOptions& o) {
   const std::string provenance = data.provenance + "; evaluated on " + data.eval.split + " (" +
                                  std::to_string(texts.size()) + " rows)";
   const std::string metric(to_string(info.metrics.front()));
-  std::printf("%s: %s\nmodel %s (%d layers x %d heads), %zu examples in %zu batches, metric %s, policy %s\n",
-              std::string(info.name).c_str(), provenance.c_str(), o.model.string().c_str(), model.config().num_layers,
-              model.config().num_heads, texts.size(), batches, metric.c_str(), o.policy.c_str());
+  if (say)
+    std::printf("%s: %s\nmodel %s (%d layers x %d heads), %zu examples in %zu batches, metric %s, policy %s\n",
+                std::string(info.name).c_str(), provenance.c_str(), o.model.string().c_str(), model.config().num_layers,
+                model.config().num_heads, texts.size(), batches, metric.c_str(), o.policy.c_str());
 
-  std::optional<study::ShardSpec> shard;
-  if (!o.shard.empty()) shard = o.shard == "auto" ? study::shard_from_slurm() : study::parse_shard_spec(o.shard);
   const auto blocks = study::sweep_ablation_blocks(model.config().num_layers, model.config().num_heads);
   std::optional<std::pair<std::size_t, std::size_t>> range;
   if (shard) range = study::sweep_shard_range(blocks, *shard);
   const auto r = study::disable_heads(model, task, texts, tokenizer.pad_id(), provenance,
-                                      {.policy = o.policy, .batch_size = o.batch_size, .show_progress = !o.quiet,
+                                      {.policy = o.policy, .batch_size = o.batch_size, .show_progress = !o.quiet && say,
                                        .naive_check = o.naive, .model = o.model.string(), .ablations = range});
   if (shard) {
-    study::write_sweep_shard(o.out, r, sweep_fingerprint(o), *shard, *range,
+    study::write_sweep_shard(shard_out, r, sweep_fingerprint(o), *shard, *range,
                              static_cast<long>(batches) * model.config().num_layers);
-    std::printf("shard %d/%d: ablations %zu to %zu of %zu, %.2f s\nwrote %s\n", shard->index, shard->count, range->first,
-                range->second, blocks.size(), r.seconds, (o.out / "sweep_shard.json").string().c_str());
+    if (say)
+      std::printf("shard %d/%d: ablations %zu to %zu of %zu, %.2f s\nwrote %s\n", shard->index, shard->count, range->first,
+                  range->second, blocks.size(), r.seconds, (shard_out / "sweep_shard.json").string().c_str());
     return;
   }
   print_sweep(r);
@@ -122,9 +126,9 @@ inline void run_sweep_command(const SweepOptions& o) {
 }
 
 // --merge: the shards checked against this sweep's options, then the single run's files.
-inline void merge_sweep_command(const SweepOptions& o) {
-  const auto r = study::merge_sweep_shards(o.merge, sweep_fingerprint(o));
-  std::printf("merged %zu shards: %ld transformer blocks, %.2f s in all\n", o.merge.size(), r.block_evaluations, r.seconds);
+inline void merge_sweep(const SweepOptions& o, const std::vector<std::filesystem::path>& shards) {
+  const auto r = study::merge_sweep_shards(shards, sweep_fingerprint(o));
+  std::printf("merged %zu shards: %ld transformer blocks, %.2f s in all\n", shards.size(), r.block_evaluations, r.seconds);
   print_sweep(r);
   write_sweep_files(r, o.out);
 }
@@ -145,15 +149,27 @@ void add_sweep_command(CLI::App& app) {
   cmd->add_flag("--naive", o->naive, "Also run the naive sweep (no prefix cache) and print the speed-up");
   cmd->add_flag("--quiet", o->quiet, "No progress bar");
   cmd->add_option("--shard", o->shard, "Run only shard K of N of the ablations (K counted from 1, e.g. 2/3) and write "
-                                       "sweep_shard.json into --out; 'auto': K and N from the Slurm job array");
+                                       "sweep_shard.json into --out; 'auto': K and N from the Slurm job array; 'mpi': under "
+                                       "mpirun, rank r runs shard r+1 of N and rank 0 merges into --out");
+  cmd->add_option("--shard-dir", o->shard_dir, shard_dir_help);
   cmd->add_option("--merge", o->merge, "Merge these sweep shard folders (same options) into --out: the files of a single run")
       ->check(CLI::ExistingDirectory);
   cmd->callback([o] {
     require(o->shard.empty() || o->merge.empty(), "sweep: give --shard or --merge, not both");
     require((o->shard.empty() && o->merge.empty()) || !o->out.empty(), "sweep: --shard and --merge need --out");
     require(!o->naive || (o->shard.empty() && o->merge.empty()), "sweep: --naive compares whole sweeps; not with --shard or --merge");
-    if (!o->merge.empty()) return merge_sweep_command(*o);
-    run_sweep_command(*o);
+    require(o->shard_dir.empty() || o->shard == "mpi", "sweep: --shard-dir is for --shard mpi");
+    if (!o->merge.empty()) return merge_sweep(*o, o->merge);
+    if (o->shard == "mpi") {
+      run_over_mpi_ranks(
+          o->out, o->shard_dir, "sweep_shard.json",
+          [&](study::ShardSpec shard, const std::filesystem::path& dir) { run_sweep(*o, shard, dir, shard.index == 1); },
+          [&](const std::vector<std::filesystem::path>& shards) { merge_sweep(*o, shards); });
+      return;
+    }
+    std::optional<study::ShardSpec> shard;
+    if (!o->shard.empty()) shard = o->shard == "auto" ? study::shard_from_slurm() : study::parse_shard_spec(o->shard);
+    run_sweep(*o, shard, o->out, true);
   });
 }
 

@@ -26,6 +26,7 @@
 
 #include "darkbert/core/error.hpp"
 #include "darkbert/data/root.hpp"  // EnvironmentLookup, process_environment
+#include "darkbert/study/unit_costs.hpp"
 #include "darkbert/study/work_units.hpp"
 
 namespace darkbert::study {
@@ -150,6 +151,13 @@ inline ShardPlan plan_shards(const std::vector<WorkUnit>& units, int n) {
   }
   for (double l : plan.load) plan.total += l, plan.makespan = std::max(plan.makespan, l);
   return plan;
+}
+
+/// The predicted wall time of `plan` on its N ranks with `cores` cores each, for units priced by `costs`:
+/// a process's overhead (start-up, the report) and the most loaded shard's units, their two-core costs
+/// scaled to `cores` (UnitCosts::on_cores). The merge's copying and transfers are not counted.
+inline double predicted_seconds(const ShardPlan& plan, const UnitCosts& costs, double cores = 2) {
+  return UnitCosts::process_overhead + costs.on_cores(plan.makespan, cores);
 }
 
 }  // namespace darkbert::study

@@ -175,6 +175,7 @@ inline std::string shown_path(const std::filesystem::path& p, const std::filesys
 struct StudyPlan {
   StudyRun run;                 ///< the run's settings
   std::vector<WorkUnit> units;  ///< in an order where every unit follows what it reads
+  UnitCosts costs;              ///< what the units' costs were estimated with (the model's size)
 };
 
 /// Decides the model, tasks and sizes, and lists the units.
@@ -234,7 +235,8 @@ inline StudyPlan plan_study(const DataRoot& root, const ReproduceOptions& o) {
                                 {"quick_classifiers", s.quick_classifiers}}}};
 
   // Estimated seconds on two cores (study/unit_costs.hpp).
-  const UnitCosts costs{.layers = double(config.num_layers), .hidden = double(config.hidden_size), .heads = double(config.num_heads)};
+  plan.costs = {.layers = double(config.num_layers), .hidden = double(config.hidden_size), .heads = double(config.num_heads)};
+  const UnitCosts& costs = plan.costs;
   const fs::path model = run.model, out = o.out;
   const fs::path table_dir = out / "table1";
   FineTuneRecipe recipe;
@@ -290,7 +292,7 @@ inline StudyPlan plan_study(const DataRoot& root, const ReproduceOptions& o) {
   auto classifiers = std::make_shared<std::optional<PatternClassifiers>>();
   for (GlueTask t : run.tasks) {
     const std::string name = detail::task_name(t);
-    plan.units.push_back({.id = "patterns/" + name, .cost = costs.section(analysis, chars.at(t).second, 15), .run = [=, &root](const fs::path& dir) {
+    plan.units.push_back({.id = "patterns/" + name, .cost = costs.section(analysis, chars.at(t).second, 15, 0.3), .run = [=, &root](const fs::path& dir) {
                             const auto m = Transformer<float>::load(fine_tuned(t, 1));
                             const auto tokenizer = Tokenizer::from_directory(model);
                             if (!*classifiers) {
@@ -313,7 +315,7 @@ inline StudyPlan plan_study(const DataRoot& root, const ReproduceOptions& o) {
                                                                          .finetuned = fine_tuned_label(t, seed)})
                                   .save(dir);
                             }, .group = checkpoint_group(t, seed)});
-    plan.units.push_back({.id = "features/" + name, .cost = costs.section(analysis, chars.at(t).second, 3), .run = [=, &root](const fs::path& dir) {
+    plan.units.push_back({.id = "features/" + name, .cost = costs.section(analysis, chars.at(t).second, 3, 0.3), .run = [=, &root](const fs::path& dir) {
                             const auto pre = Transformer<float>::load(model);
                             const auto ft = Transformer<float>::load(fine_tuned(t, 1));
                             const auto tokenizer = Tokenizer::from_directory(model);
@@ -325,7 +327,7 @@ inline StudyPlan plan_study(const DataRoot& root, const ReproduceOptions& o) {
                             r.save(dir);
                             write_linguistic_feature_figures(r, dir);
                           }, .group = checkpoint_group(t, 1)});
-    plan.units.push_back({.id = "relations/" + name, .cost = costs.section(analysis, chars.at(t).second, 2), .run = [=, &root](const fs::path& dir) {
+    plan.units.push_back({.id = "relations/" + name, .cost = costs.section(analysis, chars.at(t).second, 2, 0.3), .run = [=, &root](const fs::path& dir) {
                             const auto ft = Transformer<float>::load(fine_tuned(t, 1));
                             const auto tokenizer = Tokenizer::from_directory(model);
                             const auto annotator = default_annotator(root, log);
