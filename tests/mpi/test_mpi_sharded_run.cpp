@@ -16,20 +16,13 @@
 #include "darkbert/mpi/communicator.hpp"
 #include "darkbert/mpi/folder_transfer.hpp"
 #include "darkbert/mpi/sharded_run.hpp"
+#include "../test_support.hpp"
 
 namespace fs = std::filesystem;
 namespace mpi = darkbert::mpi;
+using darkbert::test::message_of;
 
 namespace {
-
-std::string message_of(auto&& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 
 // A scratch folder of this rank's own (the ranks share the filesystem here).
 fs::path rank_dir(const mpi::Communicator& world, const std::string& name) {

@@ -25,12 +25,11 @@
 #include <cstdint>     // std::uint64_t
 #include <exception>   // std::exception
 #include <filesystem>  // std::filesystem
-#include <fstream>     // std::ifstream
 #include <functional>  // std::function
-#include <iterator>    // std::istreambuf_iterator
 #include <string>      // std::string
 #include <vector>      // std::vector
 
+#include "darkbert/core/detail/text_file.hpp"
 #include "darkbert/core/error.hpp"
 #include "darkbert/mpi/communicator.hpp"
 #include "darkbert/mpi/folder_transfer.hpp"
@@ -55,11 +54,6 @@ struct ShardedRunSummary {
 };
 
 namespace detail {
-
-inline std::string read_whole_file(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  return in ? std::string(std::istreambuf_iterator<char>(in), {}) : std::string();
-}
 
 // Every rank's outcome (empty = success) gathered; if any failed, the same error on every rank.
 inline void throw_if_any_failed(const Communicator& world, const std::string& my_error, const char* stage) {
@@ -97,21 +91,28 @@ ShardedRunSummary run_sharded(const Communicator& world, const ShardedRunFolders
   ShardedRunSummary summary{.shard = {.index = world.rank() + 1, .count = ranks}};
   // 1. Every rank runs its shard; then each says where it is and what its manifest holds.
   fs::path mine;
+  std::string manifest;
   detail::throw_if_any_failed(world, detail::error_of([&] {
                                 mine = fs::absolute(where.shard_dir(summary.shard.index)).lexically_normal();
                                 run_shard(summary.shard, mine);
+                                manifest = darkbert::detail::read_text_file(mine / where.manifest, "shard manifest");
                               }),
                               "the sharded run");
   const auto where_is = world.all_gather(mine.string());
-  const auto manifests = world.all_gather(detail::read_whole_file(mine / where.manifest));
+  const auto manifests = world.all_gather(manifest);
 
   // 2. Rank 0 uses in place the shards it sees with the same manifest, and asks for the others.
   std::string fetch(static_cast<std::size_t>(ranks), '0');
   if (world.is_root()) {
     for (int r = 1; r < ranks; ++r) {
       const fs::path there = where_is[static_cast<std::size_t>(r)];
-      const bool visible = fs::is_regular_file(there / where.manifest) &&
-                           detail::read_whole_file(there / where.manifest) == manifests[static_cast<std::size_t>(r)];
+      // Anything unreadable there is not the rank's shard: it is sent instead (no throw on rank 0 alone,
+      // which would leave the others waiting).
+      std::string seen;
+      const bool readable = fs::is_regular_file(there / where.manifest) && detail::error_of([&] {
+                              seen = darkbert::detail::read_text_file(there / where.manifest, "shard manifest");
+                            }).empty();
+      const bool visible = readable && seen == manifests[static_cast<std::size_t>(r)];
       fetch[static_cast<std::size_t>(r)] = visible && !where.always_send ? '0' : '1';
     }
   }
