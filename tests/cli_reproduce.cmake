@@ -1,5 +1,5 @@
-# `darkbert reproduce --quick --check`: the whole study on tiny sizes (a seconds-long model, every available
-# task, two fine-tuning seeds), then the folder's own check (every file parses, every figure decodes, every
+# `darkbert reproduce --quick --check`: the whole study on tiny sizes (seconds-long BERT and GPT-2 models,
+# every available task, two fine-tuning seeds), then each folder's own check (every file parses, every figure decodes, every
 # number of report.md is in summary.json). A second run must find every unit done and compute nothing.
 # tests/CMakeLists.txt opens the report in headless Chromium afterwards (report_html_reproduce).
 if(SANITIZED)
@@ -25,7 +25,9 @@ if(NOT log MATCHES "check: every file parses")
   message(FATAL_ERROR "reproduce --check did not report:\n${log}")
 endif()
 foreach(f report.md report.html summary.json table1/runs.csv results/table1/table.md results/figure2_rules.png
-          results/figure2_cnn.svg results/framenet/framenet_heads.png units/study.json)
+          results/figure2_cnn.svg results/framenet/framenet_heads.png units/study.json
+          gpt2/report.md gpt2/report.html gpt2/summary.json gpt2/results/figure2_replication_rules.png
+          gpt2/results/relations/last_token_categories.png)
   if(NOT EXISTS "${study}/${f}")
     message(FATAL_ERROR "reproduce --quick did not write ${f}")
   endif()
@@ -40,12 +42,23 @@ endforeach()
 if(NOT report MATCHES "QQP is absent" OR NOT report MATCHES "MNLI is absent")
   message(FATAL_ERROR "report.md does not name the absent tasks QQP and MNLI")
 endif()
+# Both architectures by default: GPT-2's study in gpt2/, checked too, and set beside BERT's.
+if(NOT log MATCHES "report: [^\n]*gpt2/report.md" OR NOT report MATCHES "## BERT and GPT-2 side by side")
+  message(FATAL_ERROR "reproduce --quick did not run and report the GPT-2 study beside BERT's:\n${log}")
+endif()
+file(READ "${study}/gpt2/report.md" gpt2_report)
+foreach(phrase "on GPT-2" "BOS" "The GPT-2 replication's own classes" "§3.6")
+  string(FIND "${gpt2_report}" "${phrase}" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "gpt2/report.md does not say ${phrase}")
+  endif()
+endforeach()
 # Resumed: nothing left to compute, the same numbers.
 file(READ "${study}/summary.json" first_summary)
 execute_process(COMMAND ${CMAKE_COMMAND} -E env "DARKBERT_DATA=${SHARED}/data" "DARKBERT_CACHE=${OUT}/cache"
                 "${CLI}" reproduce --quick --quiet --seeds 2 ${tasks} --out "${study}"
                 RESULT_VARIABLE rc OUTPUT_VARIABLE log ERROR_VARIABLE err)
-if(NOT rc EQUAL 0 OR NOT log MATCHES "units: 0 computed now")
+if(NOT rc EQUAL 0 OR NOT log MATCHES "units: 0 computed now" OR log MATCHES "units: [1-9][0-9]* computed now")
   message(FATAL_ERROR "a second reproduce into the same folder did not resume (exit ${rc}):\n${log}\n${err}")
 endif()
 file(READ "${study}/summary.json" second_summary)

@@ -12,16 +12,25 @@ if(SANITIZED)
   message(STATUS "the sharded --quick study runs in the release suite, not under the sanitizers")
   return()
 endif()
-get_filename_component(single "${OUT}/../cli_reproduce/study" ABSOLUTE)
+get_filename_component(both "${OUT}/../cli_reproduce/study" ABSOLUTE)
 get_filename_component(cache "${OUT}/../cli_reproduce/cache" ABSOLUTE)
-if(NOT EXISTS "${single}/report.md")
-  message(FATAL_ERROR "${single}/report.md is missing: cli_reproduce (fixture study_quick) must run first")
+if(NOT EXISTS "${both}/report.md")
+  message(FATAL_ERROR "${both}/report.md is missing: cli_reproduce (fixture study_quick) must run first")
 endif()
 file(REMOVE_RECURSE "${OUT}")
 set(options --quick --quiet --seeds 2)
 # One thread per shard, as one rank of a job array would run on one core: the single run used two, and the
 # results must not depend on it.
 set(env ${CMAKE_COMMAND} -E env "DARKBERT_DATA=${SHARED}/data" "DARKBERT_CACHE=${cache}" OMP_NUM_THREADS=1)
+# Shards run one architecture: the single run to compare with is cli_reproduce's BERT study without its
+# GPT-2 companion, i.e. its folder without gpt2/, resumed with --arch bert (nothing computed, the report
+# rewritten without the side-by-side section).
+set(single "${OUT}/single")
+file(COPY "${both}/" DESTINATION "${single}" PATTERN "gpt2" EXCLUDE)
+execute_process(COMMAND ${env} "${CLI}" reproduce ${options} --arch bert --out "${single}" RESULT_VARIABLE rc OUTPUT_VARIABLE log ERROR_VARIABLE err)
+if(NOT rc EQUAL 0 OR NOT log MATCHES "units: 0 computed now")
+  message(FATAL_ERROR "the BERT study of cli_reproduce, resumed alone, computed or failed (exit ${rc}):\n${log}\n${err}")
+endif()
 
 function(reproduce expect_ok)  # reproduce(TRUE|FALSE args...): sets rc, log, err in the caller
   string(TIMESTAMP t0 "%s")

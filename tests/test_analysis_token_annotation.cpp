@@ -25,6 +25,11 @@ TEST_CASE("special-token classes") {
   CHECK(sep(tok("[SEP]", true)));
   CHECK(sep(tok("</s>", true)));
   CHECK(sep(tok("<|endoftext|>", true)));   // GPT-2 separator
+  auto bos = tok("<|endoftext|>", true);
+  bos.is_first = true;                      // GPT-2's BOS: the start token, not a separator
+  CHECK(cls(bos));
+  CHECK_FALSE(sep(bos));
+  CHECK_FALSE(cls(tok("<|endoftext|>", true)));
   CHECK_FALSE(sep(tok("[CLS]", true)));
   CHECK(special(tok("[MASK]", true)));
   CHECK_FALSE(special(tok("cat")));
@@ -114,6 +119,22 @@ TEST_CASE("annotations_from_encoding: GPT-2 text with <|endoftext|> as separator
   CHECK(a[1].is_special);  // from the special-token list
   CHECK_FALSE(a[2].is_special);
   CHECK(a[2].segment == 0);
+  CHECK(a[0].is_first);
+  CHECK_FALSE(a[1].is_first);
+
+  // The replication's inputs (EncodeOptions::end_of_text_boundaries): the BOS is [CLS]'s counterpart, the
+  // second <|endoftext|> [SEP]'s.
+  Encoding g;
+  g.tokens = {"<|endoftext|>", "Hi", "<|endoftext|>", "Bye"};
+  g.ids = {50256, 17250, 50256, 33};
+  g.sequence_ids = {-1, 0, -1, 1};
+  g.token_type_ids = {0, 0, 0, 1};
+  const auto r = annotations_from_encoding(g);
+  REQUIRE(r.size() == 4);
+  CHECK(token_class::cls_token()(r[0]));
+  CHECK_FALSE(token_class::sep_token()(r[0]));
+  CHECK(token_class::sep_token()(r[2]));
+  CHECK_FALSE(token_class::cls_token()(r[2]));
 
   // Without a mask every token is valid; sequence ids give the segment, added specials keep the previous one.
   Encoding f;

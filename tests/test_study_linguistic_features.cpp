@@ -198,9 +198,10 @@ TEST_CASE("a causal model (gpt2_lm): visible queries only; a feature no example 
                                                .annotator = &darkbert::test::small_annotator()});
   const auto r = study::run_linguistic_features(model, nullptr, inputs);
   CHECK(r.causal);
-  CHECK(r.examples_with[0] == 0);  // no [CLS] in GPT-2 inputs
+  CHECK(r.examples_with[0] == 6);  // [CLS]'s counterpart: the <|endoftext|> BOS of every input
+  CHECK(r.examples_with[1] == 0);  // no separator in single sentences
   for (Index l = 0; l < 3; ++l)
-    for (Index h = 0; h < 4; ++h) CHECK(std::isnan(r.pretrained[0](l, h)));
+    for (Index h = 0; h < 4; ++h) CHECK(std::isnan(r.pretrained[1](l, h)));
   const auto features = study::paper_features();
   std::size_t with = 0;
   const auto expected = hand_feature(model, inputs, features[3], with);  // nouns
@@ -219,7 +220,7 @@ TEST_CASE("a causal model (gpt2_lm): visible queries only; a feature no example 
   r.save(dir);
   const auto back = study::LinguisticFeaturesResult::load(dir);
   CHECK(back.causal);
-  CHECK(std::isnan(back.pretrained[0](0, 0)));
+  CHECK(std::isnan(back.pretrained[1](0, 0)));
   study::write_linguistic_feature_figures(back, dir);
   CHECK(is_png(dir / "features_sst_2.png"));
 }

@@ -238,13 +238,13 @@ TEST_CASE("a causal model (gpt2_lm): the query is a choice, categories only see 
   const auto tokenizer = darkbert::Tokenizer::from_directory(darkbert::test::data_dir() / "vocab/gpt2");
   const auto inputs = task_inputs(darkbert::GlueTask::mrpc, tokenizer, model.config(), 6);
   auto categories = study::paper_features();
-  const auto r = study::run_token_relations(
-      model, inputs, {.query = {.position = study::CategoryQuery::Position::last_token, .name = "last token"}});
+  const auto r = study::run_token_relations(model, inputs, {.query = study::CategoryQuery::for_model(model.config())});
   CHECK(r.causal);
-  CHECK(r.query == "last token");
+  CHECK(r.query == "last token");  // what GPT-2's classifier reads
   CHECK(r.query_examples == 6);
   CHECK(r.query_layer == 2);
-  CHECK(r.category_examples[0] == 0);  // no [CLS]
+  CHECK(r.category_examples[0] == 6);  // [CLS]'s counterpart: the <|endoftext|> BOS of every pair
+  CHECK(r.category_examples[1] == 6);  // [SEP]'s: the <|endoftext|> between the sentences
   CHECK(r.category_examples[3] > 0);   // nouns
   // The first token sees only itself: all its attention is on itself, whatever the head.
   const auto first = study::run_token_relations(

@@ -242,6 +242,27 @@ TEST_CASE("truncation: longest_first (ties from b), only_first, only_second, sin
   CHECK(tokens(e) == Strings{"Hello", "Ġworld", ","});
 }
 
+TEST_CASE("GPT-2 with end_of_text_boundaries: <|endoftext|> a (<|endoftext|> b), the replication's inputs") {
+  const EncodeOptions boundaries{.end_of_text_boundaries = true};
+  auto tokens = [](const Encoding& e) { return e.tokens; };
+  Encoding e = gpt2().encode("Hello world", boundaries);
+  CHECK(tokens(e) == Strings{"<|endoftext|>", "Hello", "Ġworld"});
+  CHECK(e.ids.front() == 50256);
+  CHECK(e.sequence_ids == std::vector<int>{-1, 0, 0});
+  CHECK(e.word_ids == std::vector<int>{-1, 0, 1});
+  e = gpt2().encode_pair("Hi there", "Hello", boundaries);
+  CHECK(tokens(e) == Strings{"<|endoftext|>", "Hi", "Ġthere", "<|endoftext|>", "Hello"});
+  CHECK(e.token_type_ids == std::vector<int>{0, 0, 0, 0, 1});  // the separator closes a, as BERT's first [SEP]
+  CHECK(e.sequence_ids == std::vector<int>{-1, 0, 0, -1, 1});
+  // max_length counts both boundaries; longest-first cuts the longer text
+  e = gpt2().encode_pair("one two three four", "five", {.max_length = 5, .end_of_text_boundaries = true});
+  CHECK(tokens(e) == Strings{"<|endoftext|>", "one", "Ġtwo", "<|endoftext|>", "five"});
+  CHECK(e.truncated);
+  // without add_special_tokens, and for BERT, the option changes nothing
+  CHECK(tokens(gpt2().encode("Hello", {.add_special_tokens = false, .end_of_text_boundaries = true})) == Strings{"Hello"});
+  CHECK(tokens(bert().encode("hello", boundaries)) == Strings{"[CLS]", "hello", "[SEP]"});
+}
+
 TEST_CASE("truncation errors") {
   CHECK_THROWS_WITH_AS(bert().encode("a b c d e", {.max_length = 5, .truncation = Truncation::none}),
                        "input of 7 tokens (2 special tokens included) exceeds max_length 5 and truncation is none",

@@ -28,6 +28,7 @@ namespace darkbert::cli {
 struct ReproduceCommand {
   std::filesystem::path out, model;
   std::vector<std::string> tasks;
+  std::vector<std::string> archs;             // default models to study: bert, gpt2
   int seeds = 3;
   double lr = 5e-4;
   bool quick = false, quiet = false, check = false;
@@ -84,6 +85,10 @@ void add_reproduce_command(CLI::App& app) {
                                    "with --shard, the shard's folder");
   cmd->add_option("--model", o->model, "Pretrained BERT-family checkpoint folder (default: darkbert's study model, "
                                        "pretrained into the cache on first use)")->check(CLI::ExistingDirectory);
+  cmd->add_option("--arch", o->archs, "Default models to study, in order (default: bert,gpt2; one with --model, --shard, "
+                                      "--merge or --plan): BERT into --out, GPT-2 into OUT/gpt2, and the BERT report "
+                                      "sets both side by side")
+      ->delimiter(',')->check(CLI::IsMember({"bert", "gpt2"}));
   cmd->add_option("--seeds", o->seeds, "Fine-tuning seeds per task and setting")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--tasks", o->tasks, "GLUE tasks (default: every one whose data is present)")->delimiter(',');
   cmd->add_option("--lr", o->lr, "Fine-tuning peak learning rate (BERT-base used 2e-5; small models need ~5e-4)")->capture_default_str();
@@ -109,8 +114,13 @@ void add_reproduce_command(CLI::App& app) {
     require(!o->check || ((o->shard.empty() || o->shard == "mpi") && !o->plan),
             "reproduce: --check checks a report; a shard or a plan has none");
     require(o->shard_dir.empty() || o->shard == "mpi", "reproduce: --shard-dir is for --shard mpi");
-    study::ReproduceOptions options{.out = o->out, .model = o->model, .seeds = o->seeds, .quick = o->quick,
-                                    .learning_rate = o->lr, .show_progress = !o->quiet, .log = &std::cerr};
+    const bool one_study = !o->model.empty() || !o->shard.empty() || !o->merge.empty() || o->plan;
+    if (o->archs.empty()) o->archs = one_study ? std::vector<std::string>{"bert"} : std::vector<std::string>{"bert", "gpt2"};
+    require(o->archs.size() == 1 || !one_study, "reproduce: --model, --shard, --merge and --plan take one --arch (got ",
+            o->archs.size(), ")");
+    require(o->archs.size() == 1 || o->archs.front() != o->archs.back(), "reproduce: --arch names ", o->archs.front(), " twice");
+    study::ReproduceOptions options{.out = o->out, .model = o->model, .arch = o->archs.front(), .seeds = o->seeds,
+                                    .quick = o->quick, .learning_rate = o->lr, .show_progress = !o->quiet, .log = &std::cerr};
     for (const auto& t : o->tasks) options.tasks.push_back(parse_glue_task(t));
     if (o->plan) {
       options.plan_only = true, options.log = nullptr;
@@ -140,8 +150,21 @@ void add_reproduce_command(CLI::App& app) {
                   shard.index, shard.count, run.units.ran, run.units.resumed, run.seconds, (o->out / "shard.json").string().c_str());
       return;
     }
-    const auto run = o->merge.empty() ? study::reproduce(options) : study::merge_study(options, o->merge);
-    report_study(*o, run, o->merge.empty() ? "now" : "by the shards");
+    if (o->archs.size() == 1) {
+      const auto run = o->merge.empty() ? study::reproduce(options) : study::merge_study(options, o->merge);
+      report_study(*o, run, o->merge.empty() ? "now" : "by the shards");
+      return;
+    }
+    // Both: the first architecture's study in OUT, the second's in OUT/<arch>, then the first's report again
+    // with the second beside it.
+    auto second = options;
+    second.arch = o->archs.back(), second.out = o->out / o->archs.back();
+    options.companion = second.out;
+    auto first_run = study::reproduce(options);
+    const auto second_run = study::reproduce(second);
+    report_study(ReproduceCommand{.out = second.out, .check = o->check}, second_run, "now");
+    study::write_findings(DataRoot::from_environment(), first_run);
+    report_study(*o, first_run, "now");
   });
 }
 

@@ -52,8 +52,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--diagonal-threshold", options.diagonal_threshold, "neighbour share that makes a head diagonal")
       ->capture_default_str();
-  app.add_option("--query", query, "the token whose attention is split by category: auto = [CLS], or the first "
-                                   "token of a causal model (GPT-2)")
+  app.add_option("--query", query, "the token whose attention is split by category: auto = the one the classifier "
+                                   "reads ([CLS]; the last token of a causal model, GPT-2)")
       ->check(CLI::IsMember({"auto", "cls", "first", "last"}))
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
@@ -68,7 +68,9 @@ int main(int argc, char** argv) {
     const auto annotator = darkbert::default_annotator(root);
     options.model = dir.string();
     using Query = study::CategoryQuery::Position;
-    if (query == "first" || (query == "auto" && model.config().causal))
+    if (query == "auto")
+      options.query = study::CategoryQuery::for_model(model.config());
+    else if (query == "first")
       options.query = {.position = Query::first_token, .name = "first token"};
     else if (query == "last")
       options.query = {.position = Query::last_token, .name = "last token"};

@@ -37,6 +37,7 @@ struct TokenAnnotation {
   bool negation = false;    ///< the word is a negation marker (the annotator's list: not, n't, no, never, ...)
   int word_index = -1;      ///< index of the word within its sequence (Encoding::word_ids); -1 special tokens
   int segment = 0;          ///< which input segment the token belongs to (token type id); drives "block" share
+  bool is_first = false;    ///< the example's first token (tells GPT-2's <|endoftext|> BOS from its separator)
 };
 
 /// A named predicate over token annotations: the classes whose attention the paper measures.
@@ -68,15 +69,19 @@ inline std::string ascii_lower(std::string s) {
 /// Factories for the token classes used in the paper (§3.4, §3.5). All are pure functions of one annotation.
 namespace token_class {
 
-/// `[CLS]` (BERT) or `<s>` (RoBERTa), when marked special.
+/// `[CLS]` (BERT), `<s>` (RoBERTa) or the `<|endoftext|>` that opens a GPT-2 input (its BOS), when marked
+/// special: the token every input starts with.
 inline TokenClass cls_token() {
-  return {"[CLS]", [](const TokenAnnotation& t) { return t.is_special && (t.token == "[CLS]" || t.token == "<s>"); }};
+  return {"[CLS]", [](const TokenAnnotation& t) {
+            return t.is_special && (t.token == "[CLS]" || t.token == "<s>" || (t.token == "<|endoftext|>" && t.is_first));
+          }};
 }
 
-/// `[SEP]` (BERT), `</s>` (RoBERTa) or `<|endoftext|>` (GPT-2, used as separator), when marked special.
+/// `[SEP]` (BERT), `</s>` (RoBERTa) or an `<|endoftext|>` after the first token (GPT-2's separator), when
+/// marked special.
 inline TokenClass sep_token() {
   return {"[SEP]", [](const TokenAnnotation& t) {
-            return t.is_special && (t.token == "[SEP]" || t.token == "</s>" || t.token == "<|endoftext|>");
+            return t.is_special && (t.token == "[SEP]" || t.token == "</s>" || (t.token == "<|endoftext|>" && !t.is_first));
           }};
 }
 
@@ -198,6 +203,7 @@ inline std::vector<TokenAnnotation> annotations_from_encoding(
     a.is_special =
         added || std::find(special_tokens.begin(), special_tokens.end(), a.token) != special_tokens.end();
     a.word_index = e.word_ids.empty() ? -1 : e.word_ids[i];
+    a.is_first = i == 0;
     if (!e.token_type_ids.empty()) {
       segment = e.token_type_ids[i];
     } else if (!e.sequence_ids.empty() && e.sequence_ids[i] >= 0) {

@@ -598,6 +598,17 @@ class Section {
   const Section& child(std::size_t index) const { return *std::next(children_.begin(), static_cast<long>(index)); }
 
   // The figure and data paths, in document order.
+  void collect_claims(nlohmann::json& out) const {
+    for (const auto& block : blocks_) {
+      if (const auto* c = std::get_if<Claim>(&block)) {
+        out.push_back({{"section", heading()}, {"claim", c->claim}, {"paper", c->paper}, {"darkbert", c->darkbert},
+                       {"verdict", std::string(verdict_name(c->verdict))}});
+      } else if (const auto* s = std::get_if<Subsection>(&block)) {
+        child(s->index).collect_claims(out);
+      }
+    }
+  }
+
   void collect_files(std::vector<std::string>& out) const {
     for (const auto& block : blocks_) {
       if (const auto* f = std::get_if<ReportFigure>(&block)) {
@@ -836,6 +847,13 @@ class Report : public Section {
     return values.size() > 1 ? mean_text + " \xC2\xB1 " + sd_text : mean_text;
   }
 
+  /// Registers a whole tree of numbers under `key`, e.g. another report's "numbers" that this one quotes
+  /// (the BERT report quoting the GPT-2 study's); refused when `key` is taken.
+  void numbers_from(std::string_view key, nlohmann::json tree) {
+    require(tree.is_object(), "report: the numbers quoted under '", key, "' are not an object");
+    detail::report::insert_at(numbers_, key, std::move(tree), "number");
+  }
+
   /// Records context for readers of summary.json under the dotted `key` (sizes, seeds, model shape,
   /// timings, versions): any JSON value. Metadata is not part of the number check; a number the text
   /// states goes through number().
@@ -888,7 +906,8 @@ class Report : public Section {
   }
 
   /// summary.json's content: {"format": "darkbert-report/1", "title", "numbers": {...}, "meta": {...},
-  /// "files": [figure and data paths in document order]}.
+  /// "files": [figure and data paths in document order], "claims": [{section, claim, paper, darkbert,
+  /// verdict}] in document order}.
   nlohmann::json summary() const {
     std::vector<std::string> files;
     collect_files(files);
@@ -902,6 +921,9 @@ class Report : public Section {
     j["numbers"] = numbers_.is_null() ? nlohmann::json::object() : numbers_;
     j["meta"] = meta_.is_null() ? nlohmann::json::object() : meta_;
     j["files"] = unique;
+    nlohmann::json claims = nlohmann::json::array();
+    collect_claims(claims);
+    j["claims"] = claims;
     return j;
   }
 

@@ -87,7 +87,9 @@ struct StudySizes {
 /// What `darkbert reproduce` is asked for.
 struct ReproduceOptions {
   std::filesystem::path out;                  ///< the study folder (resumed when it exists)
-  std::filesystem::path model;                ///< pretrained BERT-family folder; empty: the default model
+  std::filesystem::path model;                ///< pretrained BERT-family or GPT-2 folder; empty: `arch`'s default model
+  std::string arch = "bert";                  ///< without a model: whose default model (bert or gpt2)
+  std::filesystem::path companion;            ///< another architecture's study folder, set beside this one in the report
   std::vector<GlueTask> tasks;                ///< empty: every task whose data is present
   int seeds = 3;                              ///< fine-tuning seeds 1..seeds
   bool quick = false;                         ///< StudySizes::quick(), and a seconds-long model if none given
@@ -114,6 +116,8 @@ struct StudyRun {
   std::vector<AbsentTask> absent;       ///< tasks named but absent
   int seeds = 0;                        ///< fine-tuning seeds
   bool quick = false;                   ///< quick sizes
+  bool causal = false;                  ///< the model is causal (GPT-2): its inputs and measures are the replication's
+  std::filesystem::path companion;      ///< the other architecture's study folder (its summary.json), if any
   StudySizes sizes;                     ///< what was read
   double learning_rate = 0;             ///< fine-tuning peak
   nlohmann::json fingerprint;           ///< everything the results depend on
@@ -129,9 +133,9 @@ inline std::vector<GlueTask> paper_tasks() {
 
 inline std::string task_name(GlueTask t) { return std::string(glue_task_info(t).name); }
 
-// The recipe of a quick run's seconds-long model.
-inline PretrainRecipe quick_model_recipe() {
-  auto recipe = named_recipe("tiny", "bert");
+// The recipe of a quick run's seconds-long model of `arch` (bert or gpt2).
+inline PretrainRecipe quick_model_recipe(const std::string& arch) {
+  auto recipe = named_recipe("tiny", arch);
   recipe.layers = 2, recipe.heads = 4, recipe.steps = 120, recipe.max_documents = 400, recipe.probe_pairs = 8;
   recipe.eval_every = 120, recipe.checkpoint_every = 120;
   return recipe;
@@ -139,13 +143,15 @@ inline PretrainRecipe quick_model_recipe() {
 
 // Where a quick run's model is cached: one folder for every quick study using this cache, so that the shards
 // of one study (study/shard_plan.hpp) analyse the same model at the same path.
-inline std::filesystem::path quick_model_dir(const DataRoot& root) { return root.cache_dir() / "models" / "quick-study-bert-v1"; }
+inline std::filesystem::path quick_model_dir(const DataRoot& root, const std::string& arch) {
+  return root.cache_dir() / "models" / ("quick-study-" + arch + "-v1");
+}
 
 // The seconds-long model of a quick run without --model: the tiny recipe, trained in `<dir>.partial` under a
 // lock (shards starting at once take turns) and renamed into place, so the folder is absent or whole.
-inline std::filesystem::path quick_model(const DataRoot& root, std::ostream* log, bool show_progress) {
+inline std::filesystem::path quick_model(const DataRoot& root, const std::string& arch, std::ostream* log, bool show_progress) {
   namespace fs = std::filesystem;
-  const fs::path dir = quick_model_dir(root);
+  const fs::path dir = quick_model_dir(root, arch);
   auto done = [&] { return fs::exists(dir / "model.safetensors") && fs::exists(dir / "config.json"); };
   if (done()) return dir;
   fs::create_directories(dir.parent_path());
@@ -153,7 +159,7 @@ inline std::filesystem::path quick_model(const DataRoot& root, std::ostream* log
   if (done()) return dir;  // trained by another process while this one waited
   const fs::path partial = dir.string() + ".partial";
   if (log) *log << "reproduce --quick: pretraining a seconds-long model (tiny recipe, 120 steps) into " << dir.string() << "\n";
-  run_pretraining(root, {.out = partial, .recipe = quick_model_recipe(), .resume = true, .show_progress = show_progress, .log = log});
+  run_pretraining(root, {.out = partial, .recipe = quick_model_recipe(arch), .resume = true, .show_progress = show_progress, .log = log});
   fs::remove_all(partial / "checkpoint");
   std::error_code ec;
   fs::remove_all(dir, ec);
@@ -187,6 +193,7 @@ inline StudyPlan plan_study(const DataRoot& root, const ReproduceOptions& o) {
   StudyRun& run = plan.run;
   run.out = o.out;
   run.quick = o.quick;
+  run.companion = o.companion;
   run.seeds = o.seeds;
   run.learning_rate = o.learning_rate;
   run.sizes = o.sizes.value_or(o.quick ? StudySizes::quick() : StudySizes{});
@@ -196,16 +203,19 @@ inline StudyPlan plan_study(const DataRoot& root, const ReproduceOptions& o) {
     run.model = o.model;
     run.model_description = "the checkpoint " + o.model.string();
   } else if (o.quick) {
-    run.model = o.plan_only ? detail::quick_model_dir(root) : detail::quick_model(root, o.log, o.show_progress);
-    if (o.plan_only && !fs::exists(run.model / "config.json")) planned_config = recipe_config(detail::quick_model_recipe());
-    run.model_description = "a seconds-long model (the tiny recipe; --quick checks the steps, not the findings)";
+    run.model = o.plan_only ? detail::quick_model_dir(root, o.arch) : detail::quick_model(root, o.arch, o.log, o.show_progress);
+    if (o.plan_only && !fs::exists(run.model / "config.json")) planned_config = recipe_config(detail::quick_model_recipe(o.arch));
+    run.model_description = "a seconds-long " + std::string(o.arch == "gpt2" ? "GPT-2" : "BERT") +
+                            " (the tiny recipe; --quick checks the steps, not the findings)";
   } else {
-    run.model = o.plan_only ? default_model_dir(root, "bert") : default_model(root, "bert", {.show_progress = o.show_progress, .log = o.log});
-    if (o.plan_only && !fs::exists(run.model / "config.json")) planned_config = recipe_config(named_recipe(default_recipe_name("bert"), "bert"));
-    run.model_description = "darkbert's default study model (recipe `study`, " + default_model_dir(root, "bert").filename().string() + ")";
+    const std::string recipe = default_recipe_name(o.arch);
+    run.model = o.plan_only ? default_model_dir(root, o.arch) : default_model(root, o.arch, {.show_progress = o.show_progress, .log = o.log});
+    if (o.plan_only && !fs::exists(run.model / "config.json")) planned_config = recipe_config(named_recipe(recipe, o.arch));
+    run.model_description = "darkbert's default " + std::string(o.arch == "gpt2" ? "GPT-2" : "study model") + " (recipe `" + recipe +
+                            "`, " + default_model_dir(root, o.arch).filename().string() + ")";
   }
   const auto config = planned_config ? *planned_config : ModelConfig::from_json_file(run.model / "config.json");
-  require(!config.causal, "reproduce: ", run.model.string(), " is a causal model; the GPT-2 study is not part of this command yet");
+  run.causal = config.causal;
 
   std::map<GlueTask, std::pair<double, double>> chars;  // mean characters of (train, eval) examples: the costs
   for (GlueTask t : o.tasks.empty() ? detail::paper_tasks() : o.tasks) {
@@ -288,8 +298,9 @@ inline StudyPlan plan_study(const DataRoot& root, const ReproduceOptions& o) {
 
   // The per-task sections on the fine-tuned models.
   const std::size_t analysis = s.analysis_examples, scored = s.eval_examples, ud = s.ud_sentences;
-  const bool quick_classifiers = s.quick_classifiers;
+  const bool quick_classifiers = s.quick_classifiers, causal = config.causal;
   auto classifiers = std::make_shared<std::optional<PatternClassifiers>>();
+  auto replication = std::make_shared<std::optional<PatternClassifiers>>();
   for (GlueTask t : run.tasks) {
     const std::string name = detail::task_name(t);
     plan.units.push_back({.id = "patterns/" + name, .cost = costs.section(analysis, chars.at(t).second, 15, 0.3), .run = [=, &root](const fs::path& dir) {
@@ -298,12 +309,26 @@ inline StudyPlan plan_study(const DataRoot& root, const ReproduceOptions& o) {
                             if (!*classifiers) {
                               auto co = quick_classifiers ? PatternClassifierOptions::quick() : PatternClassifierOptions{};
                               co.seed = 1;
-                              *classifiers = train_pattern_classifiers(false, co);
+                              *classifiers = train_pattern_classifiers(causal, co);
                             }
                             const auto inputs = load_task_inputs(root, t, tokenizer, m.config(), {.max_examples = analysis, .seed = 1});
                             const auto r = attention_patterns(m, inputs, **classifiers, {.model = fine_tuned_label(t, 1)});
                             r.save(dir);
                           }, .group = checkpoint_group(t, 1)});
+    if (causal)  // GPT-2: the replication's classes and CNN too
+      plan.units.push_back({.id = "patterns-replication/" + name, .cost = costs.section(analysis, chars.at(t).second, 25, 0.3),
+                            .run = [=, &root](const fs::path& dir) {
+                              const auto m = Transformer<float>::load(fine_tuned(t, 1));
+                              const auto tokenizer = Tokenizer::from_directory(model);
+                              if (!*replication) {
+                                auto co = quick_classifiers ? PatternClassifierOptions::quick(PatternClasses::replication)
+                                                            : PatternClassifierOptions::replication();
+                                co.seed = 1;
+                                *replication = train_pattern_classifiers(true, co);
+                              }
+                              const auto inputs = load_task_inputs(root, t, tokenizer, m.config(), {.max_examples = analysis, .seed = 1});
+                              attention_patterns(m, inputs, **replication, {.model = fine_tuned_label(t, 1)}).save(dir);
+                            }, .group = checkpoint_group(t, 1)});
     for (int seed = 1; seed <= run.seeds; ++seed)
       plan.units.push_back({.id = "change/" + name + "/seed-" + std::to_string(seed), .cost = costs.section(analysis, chars.at(t).second, 1),
                             .run = [=, &root](const fs::path& dir) {
@@ -334,7 +359,8 @@ inline StudyPlan plan_study(const DataRoot& root, const ReproduceOptions& o) {
                             const auto inputs = load_task_inputs(root, t, tokenizer, ft.config(),
                                                                  {.max_examples = analysis, .seed = 1, .annotator = &annotator});
                             const auto linked = ud_verb_subject_inputs(root, tokenizer, ft.config(), {.max_sentences = ud, .seed = 1});
-                            const auto r = run_token_relations(ft, inputs, {.model = fine_tuned_label(t, 1)}, &linked);
+                            const auto r = run_token_relations(ft, inputs, {.query = CategoryQuery::for_model(ft.config()),
+                                                                            .model = fine_tuned_label(t, 1)}, &linked);
                             r.save(dir);
                             write_token_relation_figures(r, dir);
                           }, .group = checkpoint_group(t, 1)});

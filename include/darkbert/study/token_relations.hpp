@@ -83,6 +83,13 @@ struct CategoryQuery {
   TokenClass cls = token_class::cls_token();      ///< for first_of_class
   std::string name = "[CLS]";                     ///< shown in tables and figures
 
+  /// The token a model's classifier reads: [CLS] for BERT; for a causal model (GPT-2) the last token, since
+  /// its first token (the <|endoftext|> BOS) sees only itself.
+  static CategoryQuery for_model(const ModelConfig& config) {
+    if (config.causal) return {.position = Position::last_token, .name = "last token"};
+    return {};
+  }
+
   /// The query position of an example of `n` tokens, or -1 when it has none.
   Index find(std::span<const TokenAnnotation> tokens, Index n) const {
     if (n <= 0) return -1;
@@ -596,7 +603,7 @@ struct TokenRelationsOptions {
   double diagonal_threshold = 0.5;        ///< neighbour share that makes a head diagonal
   std::optional<std::vector<std::pair<Index, Index>>> diagonal_heads;  ///< a given set (layer, head) instead
   std::string diagonal_source = "given";  ///< what gave that set (recorded)
-  CategoryQuery query;                    ///< the category measure's query ([CLS])
+  CategoryQuery query;                    ///< the category measure's query ([CLS]; GPT-2: CategoryQuery::for_model)
   std::vector<TokenClass> categories = paper_features();  ///< its categories
   std::optional<Index> query_layer;       ///< its layer (default: the last)
   std::size_t batch_size = 16;            ///< examples per forward pass

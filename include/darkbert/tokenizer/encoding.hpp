@@ -57,6 +57,10 @@ struct EncodeOptions {
   std::size_t max_length = 0;             ///< 0 = no limit
   Truncation truncation = Truncation::longest_first;  ///<  how to cut a pair down to max_length
   Padding padding = Padding::none;  ///<  whether and how far to pad
+  /// GPT-2: <|endoftext|> before the text and between a pair's texts, as the GPT-2 replication of the paper
+  /// built its inputs ("prepend BOS", <|endoftext|> as separator). HF's GPT2Tokenizer adds neither; BERT
+  /// tokenizers ignore it. Needs add_special_tokens.
+  bool end_of_text_boundaries = false;
 };
 
 }  // namespace darkbert

@@ -18,6 +18,8 @@
 ///  - BERT: [CLS] a [SEP] (b [SEP]); token_type_ids 0 for [CLS] a [SEP] and padding, 1 for b [SEP];
 ///    padding uses [PAD].
 ///  - GPT-2 adds no special tokens (as HF GPT2Tokenizer); a pair is a followed by b (token types 0 / 1).
+///    With EncodeOptions::end_of_text_boundaries: <|endoftext|> a (<|endoftext|> b), the GPT-2 replication's
+///    inputs; the separator closes a (token type 0), like BERT's first [SEP].
 ///    GPT-2 has no padding token: padding uses <|endoftext|> (id 50256) with attention_mask 0,
 ///    sequence_ids / word_ids -1 — mask it out, never attend to it.
 /// Truncation (only when max_length > 0; max_length counts the special tokens):
@@ -296,7 +298,8 @@ class Tokenizer {
   Encoding assemble(std::vector<TokenPiece> a, std::vector<TokenPiece>* b, const EncodeOptions& o) const {
     const bool pair = b != nullptr;
     const bool with_specials = o.add_special_tokens && wordpiece_ != nullptr;
-    const std::size_t specials = with_specials ? (pair ? 3 : 2) : 0;
+    const bool with_boundaries = o.add_special_tokens && o.end_of_text_boundaries && bpe_ != nullptr;
+    const std::size_t specials = with_specials ? (pair ? 3 : 2) : with_boundaries ? (pair ? 2 : 1) : 0;
     bool truncated = false;
     const std::size_t total = a.size() + (pair ? b->size() : 0) + specials;
     if (o.max_length > 0 && total > o.max_length) {
@@ -355,8 +358,11 @@ class Tokenizer {
       sep = required(wordpiece_->sep_id(), "[SEP]", "separator");
       push(cls, "[CLS]", 0, -1, -1, {});
     }
+    const int end_of_text = with_boundaries ? bpe_->eos_id() : 0;
+    if (with_boundaries) push(end_of_text, BpeTokenizer::end_of_text, 0, -1, -1, {});
     for (const auto& p : a) push(p.id, p.token, 0, 0, p.word, p.span);
     if (with_specials) push(sep, "[SEP]", 0, -1, -1, {});
+    if (with_boundaries && pair) push(end_of_text, BpeTokenizer::end_of_text, 0, -1, -1, {});
     if (pair) {
       for (const auto& p : *b) push(p.id, p.token, 1, 1, p.word, p.span);
       if (with_specials) push(sep, "[SEP]", 1, -1, -1, {});

@@ -48,7 +48,8 @@ struct LabelledTexts {
   }
 };
 
-/// Tokenises a GLUE split (pairs as [CLS] a [SEP] b [SEP], truncated longest-first to max_length).
+/// Tokenises a GLUE split, truncated longest-first to max_length: BERT pairs as [CLS] a [SEP] b [SEP]; GPT-2
+/// inputs as the GPT-2 replication built them, <|endoftext|> a (<|endoftext|> b) (EncodeOptions::end_of_text_boundaries).
 inline LabelledTexts encode_glue(const Tokenizer& tokenizer, const GlueData& data, GlueTask task,
                                  std::size_t max_length) {
   const auto& info = glue_task_info(task);
@@ -56,7 +57,7 @@ inline LabelledTexts encode_glue(const Tokenizer& tokenizer, const GlueData& dat
   out.regression = info.regression;
   out.num_labels = info.regression ? 1 : static_cast<int>(info.labels.size());
   out.provenance = std::string(info.name) + " " + data.split + " (" + data.file.string() + ")";
-  const EncodeOptions options{.max_length = max_length};
+  const EncodeOptions options{.max_length = max_length, .end_of_text_boundaries = true};
   out.encodings.reserve(data.examples.size());
   for (const auto& ex : data.examples) {
     out.encodings.push_back(info.pair ? tokenizer.encode_pair(ex.text_a, ex.text_b, options)

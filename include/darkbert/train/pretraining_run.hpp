@@ -169,12 +169,14 @@ inline PretrainingResult run_pretraining(const DataRoot& root, const Pretraining
 
   const ModelConfig config = recipe_config(r);
   // The §3.1 probe: MRPC dev pairs, as the paper's analysis feeds them, whole (up to the model's 128 or
-  // more positions) whatever the training length, so that every run is measured on the same inputs.
+  // more positions) whatever the training length, so that every run is measured on the same inputs; GPT-2's
+  // as the study reads them, <|endoftext|> a <|endoftext|> b.
   auto mrpc = load_glue(root, GlueTask::mrpc, "dev");
   std::vector<Encoding> probe_inputs;
   for (std::size_t i = 0; i < std::min(r.probe_pairs, mrpc.examples.size()); ++i)
     probe_inputs.push_back(tokenizer.encode_pair(mrpc.examples[i].text_a, mrpc.examples[i].text_b,
-                                                 {.max_length = static_cast<std::size_t>(config.max_sequence_length())}));
+                                                 {.max_length = static_cast<std::size_t>(config.max_sequence_length()),
+                                                  .end_of_text_boundaries = true}));
   const HeadPatternProbe probe(std::move(probe_inputs));
 
   auto model = loaded ? std::move(*loaded) : Transformer<float>::random(config, TaskHeads::for_architecture(config), r.seed);
