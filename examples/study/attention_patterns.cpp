@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
       "Attention patterns (Kovaleva et al. 2019, section 3.1): every head's map on a task's examples "
       "classified as vertical, diagonal, vertical + diagonal, block or heterogeneous, by rules and by the "
       "paper's CNN"};
+  std::string arch;
   std::string model_dir, task_name = "MRPC", out = "attention_patterns", labelled, scheme = "paper";
   std::size_t max_examples = 1000;
   std::uint64_t seed = 1;
@@ -57,6 +58,9 @@ int main(int argc, char** argv) {
                  "replication's four classes and its batch-normalised CNN)")
       ->check(CLI::IsMember({"paper", "replication"}))
       ->capture_default_str();
+  app.add_option("--arch", arch, "without --model: the default model of bert or gpt2 (default: gpt2 for the "
+                                 "replication's scheme, else bert)")
+      ->check(CLI::IsMember({"bert", "gpt2"}));
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -66,7 +70,7 @@ int main(int argc, char** argv) {
 
     // The model as it is, and the task's evaluation examples.
     const std::filesystem::path dir =
-        model_dir.empty() ? darkbert::default_model(root, scheme == "replication" ? "gpt2" : "bert")
+        model_dir.empty() ? darkbert::default_model(root, !arch.empty() ? arch : scheme == "replication" ? "gpt2" : "bert")
                           : std::filesystem::path(model_dir);
     const auto model = darkbert::Transformer<float>::load(dir);
     const auto tokenizer = darkbert::Tokenizer::from_directory(dir);

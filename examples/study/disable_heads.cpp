@@ -41,6 +41,7 @@ static std::uint64_t seed_of(const std::filesystem::path& dir, std::size_t posit
 int main(int argc, char** argv) {
   CLI::App app{"Section 3.6: the task score with each head and each layer disabled, over fine-tuning seeds "
                "(Figures 8 and 9)"};
+  std::string arch = "bert";
   std::vector<std::filesystem::path> models;
   std::filesystem::path out = "disable_heads";
   std::string task_name = "MRPC";
@@ -55,11 +56,14 @@ int main(int argc, char** argv) {
   app.add_option("--seed", seed, "Seed of the evaluation-example sample")->capture_default_str();
   app.add_option("--policy", options.policy, "How a disabled head attends: uniform (the paper) or zero")
       ->check(CLI::IsMember({"uniform", "zero"}))->capture_default_str();
+  app.add_option("--arch", arch, "without --model: the default model of bert or gpt2 (pretrained on first use)")
+      ->check(CLI::IsMember({"bert", "gpt2"}))
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   try {
     const auto root = darkbert::DataRoot::from_environment();
-    if (models.empty()) models.push_back(darkbert::default_model(root, "bert"));
+    if (models.empty()) models.push_back(darkbert::default_model(root, arch));
     const auto task = darkbert::parse_glue_task(task_name);
     const auto dir = study::task_dir(out, task);
     options.show_progress = true;

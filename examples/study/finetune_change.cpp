@@ -42,6 +42,7 @@ static std::uint64_t seed_of(const std::filesystem::path& dir, std::size_t posit
 int main(int argc, char** argv) {
   CLI::App app{"Section 3.3: per-head cosine similarity of attention before and after fine-tuning (Figure 5), "
                "and with --table the paper's Table 1 for one task"};
+  std::string arch = "bert";
   std::filesystem::path model, out = "finetune_change";
   std::vector<std::filesystem::path> finetuned;
   std::string task_name = "MRPC";
@@ -61,11 +62,14 @@ int main(int argc, char** argv) {
   app.add_option("--lr", plan.recipe.learning_rate, "With --table: peak learning rate")->capture_default_str();
   app.add_option("--batch", plan.recipe.batch_size, "With --table: examples per step")->capture_default_str();
   app.add_option("--max-train", plan.recipe.max_train, "With --table: the first N training examples (0 = all)")->capture_default_str();
+  app.add_option("--arch", arch, "without --model: the default model of bert or gpt2 (pretrained on first use)")
+      ->check(CLI::IsMember({"bert", "gpt2"}))
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   try {
     const auto root = darkbert::DataRoot::from_environment();
-    if (model.empty()) model = darkbert::default_model(root, "bert");
+    if (model.empty()) model = darkbert::default_model(root, arch);
     const auto task = darkbert::parse_glue_task(task_name);
     darkbert::require(table || !finetuned.empty(), "give the fine-tuned models with --finetuned, or --table to train them");
 

@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   darkbert::restart_with_fast_blas_kernel(argv);
   namespace study = darkbert::study;
   CLI::App app{"§3.2 relation-specific heads: attention from FrameNet targets to their core frame elements"};
+  std::string arch = "bert";
   std::string model_dir, tokenizer_dir, out = "framenet_heads", source = "auto", framenet_dir;
   std::size_t max_examples = 0;
   std::uint64_t seed = 1;
@@ -46,13 +47,16 @@ int main(int argc, char** argv) {
   app.add_option("--framenet-dir", framenet_dir, "a FrameNet release folder (frame/ and lu/) instead");
   app.add_option("--percentile", percentile, "heads above this percentile of the scores are the top heads")
       ->capture_default_str();
+  app.add_option("--arch", arch, "without --model: the default model of bert or gpt2 (pretrained on first use)")
+      ->check(CLI::IsMember({"bert", "gpt2"}))
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   try {
     // The model.
     const auto root = darkbert::DataRoot::from_environment();
     const std::filesystem::path dir =
-        model_dir.empty() ? darkbert::default_model(root, "bert") : std::filesystem::path(model_dir);
+        model_dir.empty() ? darkbert::default_model(root, arch) : std::filesystem::path(model_dir);
     const auto model = darkbert::Transformer<float>::load(dir);
     const auto tokenizer =
         darkbert::Tokenizer::from_directory(tokenizer_dir.empty() ? dir : std::filesystem::path(tokenizer_dir));

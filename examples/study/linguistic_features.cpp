@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
   darkbert::restart_with_fast_blas_kernel(argv);
   namespace study = darkbert::study;
   CLI::App app{"§3.4 attention to linguistic features: [CLS], [SEP], punctuation, POS, subjects, objects, negation"};
+  std::string arch = "bert";
   std::string model_dir, tokenizer_dir, finetuned_dir, task_name = "MRPC", out = "linguistic_features";
   std::size_t max_examples = 1000, max_length = 128;
   std::uint64_t seed = 1;
@@ -45,13 +46,16 @@ int main(int argc, char** argv) {
   app.add_option("--max-examples", max_examples, "at most N examples, a seeded sample (0 = all)")->capture_default_str();
   app.add_option("--seed", seed, "seed of that sample")->capture_default_str();
   app.add_option("--max-length", max_length, "tokens per example")->capture_default_str();
+  app.add_option("--arch", arch, "without --model: the default model of bert or gpt2 (pretrained on first use)")
+      ->check(CLI::IsMember({"bert", "gpt2"}))
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   try {
     // The models and the annotated inputs.
     const auto root = darkbert::DataRoot::from_environment();
     const std::filesystem::path dir =
-        model_dir.empty() ? darkbert::default_model(root, "bert") : std::filesystem::path(model_dir);
+        model_dir.empty() ? darkbert::default_model(root, arch) : std::filesystem::path(model_dir);
     const auto pretrained = darkbert::Transformer<float>::load(dir);
     std::optional<darkbert::Transformer<float>> finetuned;
     if (!finetuned_dir.empty()) finetuned.emplace(darkbert::Transformer<float>::load(finetuned_dir));

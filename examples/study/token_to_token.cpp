@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
   darkbert::restart_with_fast_blas_kernel(argv);
   namespace study = darkbert::study;
   CLI::App app{"§3.5 token-to-token attention: verb -> subject and pronoun -> noun heads, [CLS] by category"};
+  std::string arch = "bert";
   std::string model_dir, tokenizer_dir, tasks = "MRPC,STS-B,SST-2,RTE,QNLI", out = "token_to_token";
   std::string query = "auto";
   std::size_t max_examples = 1000, max_length = 128, ud_sentences = 500;
@@ -56,12 +57,15 @@ int main(int argc, char** argv) {
                                    "reads ([CLS]; the last token of a causal model, GPT-2)")
       ->check(CLI::IsMember({"auto", "cls", "first", "last"}))
       ->capture_default_str();
+  app.add_option("--arch", arch, "without --model: the default model of bert or gpt2 (pretrained on first use)")
+      ->check(CLI::IsMember({"bert", "gpt2"}))
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   try {
     const auto root = darkbert::DataRoot::from_environment();
     const std::filesystem::path dir =
-        model_dir.empty() ? darkbert::default_model(root, "bert") : std::filesystem::path(model_dir);
+        model_dir.empty() ? darkbert::default_model(root, arch) : std::filesystem::path(model_dir);
     const auto model = darkbert::Transformer<float>::load(dir);
     const auto tokenizer =
         darkbert::Tokenizer::from_directory(tokenizer_dir.empty() ? dir : std::filesystem::path(tokenizer_dir));
