@@ -197,7 +197,7 @@ endif()
 
 # --plan: runs nothing, prints every unit's shard and the prediction.
 reproduce(TRUE --plan --ranks 2 --cores-per-rank 1)
-if(NOT log MATCHES "table1/MRPC/pretrained/seed-1 +[0-9.]+ +[12]/2 +checkpoint/MRPC/seed-1" OR NOT log MATCHES "predicted on 2 ranks of 1 cores: [0-9.]+ s")
+if(NOT log MATCHES "table1/MRPC/pretrained/seed-1 +[0-9.]+ +[12]/2 +checkpoint/MRPC/seed-1" OR NOT log MATCHES "predicted on 2 ranks of 1 core: [0-9.]+ s")
   message(FATAL_ERROR "--plan --ranks 2 did not print the shards and the prediction:\n${log}")
 endif()
 message(STATUS "${log}")

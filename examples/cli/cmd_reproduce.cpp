@@ -52,9 +52,9 @@ void print_plan(const study::StudyPlan& plan, int ranks, double cores) {
   for (int k = 1; k <= ranks; ++k)
     std::printf("shard %d/%d: %zu units, %.1f s\n", k, ranks, shards.units_of(k).size(), shards.load[static_cast<std::size_t>(k - 1)]);
   std::printf("units: %zu in %zu dependency groups; one rank: %.1f s\n", plan.units.size(), shards.groups, shards.total);
-  std::printf("predicted on %d ranks of %g cores: %.1f s (the most loaded shard %.1f s on two cores; critical path: the "
+  std::printf("predicted on %d rank%s of %g core%s: %.1f s (the most loaded shard %.1f s on two cores; critical path: the "
               "costliest group, %.1f s; balance %.2f; speed-up %.2f)\n",
-              ranks, cores, study::predicted_seconds(shards, plan.costs, cores), shards.makespan, shards.critical_path, shards.balance(),
+              ranks, ranks == 1 ? "" : "s", cores, cores == 1 ? "" : "s", study::predicted_seconds(shards, plan.costs, cores), shards.makespan, shards.critical_path, shards.balance(),
               shards.makespan > 0 ? shards.total / shards.makespan : 1.0);
   std::printf("unit costs are seconds on two cores, scaled to %g by Amdahl's law (one core %.2fx slower at this width); "
               "one process's start-up and report (%.0f s) included, the merge's copying not\n",

@@ -51,8 +51,11 @@ class AtomicFileWriter {
     static std::atomic<unsigned> counter{0};
     const auto dir = target_.has_parent_path() ? target_.parent_path() : std::filesystem::path(".");
     // Dot-prefixed so that globs over the folder skip it; pid + counter keep concurrent writers apart.
-    temp_ = dir / ("." + target_.filename().string() + ".tmp-" + std::to_string(::getpid()) + "-" +
-                   std::to_string(counter.fetch_add(1)));
+    // (appended piece by piece: GCC 12 warns falsely, -Wrestrict, on "." + a temporary string)
+    std::string name = ".";
+    name.append(target_.filename().string()).append(".tmp-").append(std::to_string(::getpid())).append("-");
+    name.append(std::to_string(counter.fetch_add(1)));
+    temp_ = dir / name;
     fd_ = open_retrying(temp_, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     // Named by the target: the temporary file sits beside it, so the reason (no such folder, read-only,
     // no permission) is the target's.

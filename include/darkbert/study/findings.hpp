@@ -505,7 +505,7 @@ inline void write_findings(const DataRoot& root, const StudyRun& run) {
   // ------------------------------------------------------------------ §3.3
   {
     auto& s = r.section("§3.3 Change in attention after fine-tuning");
-    std::size_t last_two = 0;
+    std::size_t last_two = 0, first_two_least = 0;
     ReportTable t{.header = {"task", "seeds", "most changed layers (mean change)", "last two change most"},
                   .caption = "Layers counted from zero; mean over seeds of each layer's mean change, one minus the cosine similarity."};
     for (const auto& task : tasks) {
@@ -520,6 +520,11 @@ inline void write_findings(const DataRoot& root, const StudyRun& run) {
                                change[static_cast<std::size_t>(ranked[i])], 3) + ")");
       const bool yes = a.last_two_change_most();
       last_two += yes;
+      // The replication (GPT-2): every layer but the first two changes more than they do.
+      if (ranked.size() > 2) {
+        const auto low_a = ranked[ranked.size() - 1], low_b = ranked[ranked.size() - 2];
+        first_two_least += (low_a == 0 && low_b == 1) || (low_a == 1 && low_b == 0);
+      }
       t.rows.push_back({task, r.count("change." + detail::key_of(task) + ".seeds", static_cast<std::int64_t>(a.seeds.size())),
                         detail::join(top, ", "), yes ? "yes" : "no"});
       s.figure({.png = detail::rel(out, results / "change" / task / "cosine.png"),
@@ -533,6 +538,16 @@ inline void write_findings(const DataRoot& root, const StudyRun& run) {
                          r.count("claims.change.tasks", static_cast<std::int64_t>(n_tasks)) + " tasks",
              .verdict = detail::verdict_over_tasks(last_two, n_tasks),
              .reason = "A task counts when the two layers with the largest mean change over seeds are the last two."});
+    if (run.causal)
+      s.claim({.claim = "GPT-2 (the replication): all layers but the first two change most after fine-tuning.",
+               .paper = "layers " + r.count("paper.replication.change_from", 3) + " to " + r.count("paper.replication.change_to", 12) +
+                        " of " + r.count("paper.replication.layers", 12) + " change most",
+               .darkbert = "layers 0 and 1 change least on " +
+                           r.count("claims.change.first_two_least", static_cast<std::int64_t>(first_two_least)) + " of " +
+                           r.count("claims.change.tasks_first_two", static_cast<std::int64_t>(n_tasks)) + " tasks",
+               .verdict = layers > 2 ? detail::verdict_over_tasks(first_two_least, n_tasks) : Verdict::not_testable,
+               .reason = "A task counts when layers 0 and 1 (counted from zero) are the two with the smallest mean change over seeds; "
+                         "not testable with two layers or fewer."});
   }
 
   // ------------------------------------------------------------------ §3.4
