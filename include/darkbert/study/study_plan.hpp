@@ -36,6 +36,7 @@
 #include <fstream>     // std::ifstream
 #include <functional>  // std::function
 #include <map>         // std::map
+#include <memory>      // std::shared_ptr, std::make_shared (the classifiers a process trains once)
 #include <optional>    // std::optional
 #include <ostream>     // std::ostream
 #include <string>      // std::string
@@ -303,32 +304,24 @@ inline StudyPlan plan_study(const DataRoot& root, const ReproduceOptions& o) {
   auto replication = std::make_shared<std::optional<PatternClassifiers>>();
   for (GlueTask t : run.tasks) {
     const std::string name = detail::task_name(t);
-    plan.units.push_back({.id = "patterns/" + name, .cost = costs.section(analysis, chars.at(t).second, 15, 0.3), .run = [=, &root](const fs::path& dir) {
-                            const auto m = Transformer<float>::load(fine_tuned(t, 1));
-                            const auto tokenizer = Tokenizer::from_directory(model);
-                            if (!*classifiers) {
-                              auto co = quick_classifiers ? PatternClassifierOptions::quick() : PatternClassifierOptions{};
-                              co.seed = 1;
-                              *classifiers = train_pattern_classifiers(causal, co);
-                            }
-                            const auto inputs = load_task_inputs(root, t, tokenizer, m.config(), {.max_examples = analysis, .seed = 1});
-                            const auto r = attention_patterns(m, inputs, **classifiers, {.model = fine_tuned_label(t, 1)});
-                            r.save(dir);
-                          }, .group = checkpoint_group(t, 1)});
-    if (causal)  // GPT-2: the replication's classes and CNN too
-      plan.units.push_back({.id = "patterns-replication/" + name, .cost = costs.section(analysis, chars.at(t).second, 25, 0.3),
+    // §3.1 with the paper's classes, and on GPT-2 also with the replication's (its classes and CNN).
+    auto patterns_unit = [&](const std::string& id, std::shared_ptr<std::optional<PatternClassifiers>> trained,
+                             PatternClasses classes, double cnn_seconds) {
+      plan.units.push_back({.id = id + "/" + name, .cost = costs.section(analysis, chars.at(t).second, cnn_seconds, 0.3),
                             .run = [=, &root](const fs::path& dir) {
                               const auto m = Transformer<float>::load(fine_tuned(t, 1));
                               const auto tokenizer = Tokenizer::from_directory(model);
-                              if (!*replication) {
-                                auto co = quick_classifiers ? PatternClassifierOptions::quick(PatternClasses::replication)
-                                                            : PatternClassifierOptions::replication();
+                              if (!*trained) {  // once per process, from the seed: every shard trains the same CNN
+                                auto co = quick_classifiers ? PatternClassifierOptions::quick(classes) : PatternClassifierOptions::of(classes);
                                 co.seed = 1;
-                                *replication = train_pattern_classifiers(true, co);
+                                *trained = train_pattern_classifiers(causal, co);
                               }
                               const auto inputs = load_task_inputs(root, t, tokenizer, m.config(), {.max_examples = analysis, .seed = 1});
-                              attention_patterns(m, inputs, **replication, {.model = fine_tuned_label(t, 1)}).save(dir);
+                              attention_patterns(m, inputs, **trained, {.model = fine_tuned_label(t, 1)}).save(dir);
                             }, .group = checkpoint_group(t, 1)});
+    };
+    patterns_unit("patterns", classifiers, PatternClasses::paper, 15);
+    if (causal) patterns_unit("patterns-replication", replication, PatternClasses::replication, 25);
     for (int seed = 1; seed <= run.seeds; ++seed)
       plan.units.push_back({.id = "change/" + name + "/seed-" + std::to_string(seed), .cost = costs.section(analysis, chars.at(t).second, 1),
                             .run = [=, &root](const fs::path& dir) {
