@@ -75,3 +75,12 @@ execute_process(COMMAND ${CMAKE_COMMAND} -E env "DARKBERT_DATA=${SHARED}/data" "
 if(rc EQUAL 0 OR NOT err MATCHES "other settings \\(seeds\\)")
   message(FATAL_ERROR "reproduce with other seeds into the same folder was not refused:\n${log}\n${err}")
 endif()
+# --arch: each architecture once; a given model, a shard, a merge or a plan is one study.
+foreach(args "--arch;bert,bert" "--arch;bert,gpt2,bert" "--arch;bert,gpt2;--plan")
+  execute_process(COMMAND ${CMAKE_COMMAND} -E env "DARKBERT_DATA=${SHARED}/data" "DARKBERT_CACHE=${OUT}/cache"
+                  "${CLI}" reproduce --quick --quiet ${args} --out "${OUT}/refused"
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE log ERROR_VARIABLE err)
+  if(rc EQUAL 0 OR NOT err MATCHES "--arch|take one --arch")
+    message(FATAL_ERROR "reproduce ${args} was not refused by name:\n${log}\n${err}")
+  endif()
+endforeach()

@@ -202,6 +202,28 @@ TEST_CASE("Markdown: headings, paragraphs, lists, tables, figures, claims and da
   CHECK(md.find("[summary.json](summary.json)") != std::string::npos);
 }
 
+TEST_CASE("summary.json lists every claim in document order, sub-sections included; numbers_from quotes another report") {
+  study::Report r("T");
+  auto& s = r.section("§3.3 Change");
+  s.claim({.claim = "First.", .paper = "p", .darkbert = "d", .verdict = study::Verdict::partly, .reason = "r"});
+  s.section("Deeper").claim({.claim = "Second.", .paper = "", .darkbert = "none", .verdict = study::Verdict::reproduced, .reason = "r"});
+  const auto claims = r.summary()["claims"];
+  REQUIRE(claims.size() == 2);
+  CHECK(claims[0] == nlohmann::json{{"section", "§3.3 Change"}, {"claim", "First."}, {"paper", "p"}, {"darkbert", "d"},
+                                    {"verdict", "partly"}});
+  CHECK(claims[1]["section"] == "Deeper");
+  CHECK(claims[1]["verdict"] == "reproduced");
+  CHECK(study::Report("empty").summary()["claims"] == nlohmann::json::array());
+
+  // Another study's numbers, quoted whole under one key: its numbers then count as this report's.
+  r.number("table1.MRPC.mean", 65.2, 1);
+  r.numbers_from("gpt2", {{"table1", {{"MRPC", {{"mean", 68.0}}}}}});
+  CHECK(r.numbers()["gpt2"]["table1"]["MRPC"]["mean"].get<double>() == 68.0);
+  CHECK(message_of([&] { r.numbers_from("gpt2", nlohmann::json::object()); }) ==
+        "report: number 'gpt2' cannot be registered: it already holds keys below it");
+  CHECK(message_of([&] { r.numbers_from("bert", 3); }) == "report: the numbers quoted under 'bert' are not an object");
+}
+
 TEST_CASE("elements are checked when added") {
   study::Report r("T");
   auto& s = r.section("S");

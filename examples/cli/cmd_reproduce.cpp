@@ -118,7 +118,8 @@ void add_reproduce_command(CLI::App& app) {
     if (o->archs.empty()) o->archs = one_study ? std::vector<std::string>{"bert"} : std::vector<std::string>{"bert", "gpt2"};
     require(o->archs.size() == 1 || !one_study, "reproduce: --model, --shard, --merge and --plan take one --arch (got ",
             o->archs.size(), ")");
-    require(o->archs.size() == 1 || o->archs.front() != o->archs.back(), "reproduce: --arch names ", o->archs.front(), " twice");
+    require(o->archs.size() <= 2 && (o->archs.size() == 1 || o->archs.front() != o->archs.back()),
+            "reproduce: --arch names bert and gpt2 at most once each");
     study::ReproduceOptions options{.out = o->out, .model = o->model, .arch = o->archs.front(), .seeds = o->seeds,
                                     .quick = o->quick, .learning_rate = o->lr, .show_progress = !o->quiet, .log = &std::cerr};
     for (const auto& t : o->tasks) options.tasks.push_back(parse_glue_task(t));
