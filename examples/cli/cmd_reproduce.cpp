@@ -156,15 +156,8 @@ void add_reproduce_command(CLI::App& app) {
       report_study(*o, run, o->merge.empty() ? "now" : "by the shards");
       return;
     }
-    // Both: the first architecture's study in OUT, the second's in OUT/<arch>, then the first's report again
-    // with the second beside it.
-    auto second = options;
-    second.arch = o->archs.back(), second.out = o->out / o->archs.back();
-    options.companion = second.out;
-    auto first_run = study::reproduce(options);
-    const auto second_run = study::reproduce(second);
-    report_study(ReproduceCommand{.out = second.out, .check = o->check}, second_run, "now");
-    study::write_findings(DataRoot::from_environment(), first_run);
+    const auto [first_run, second_run] = study::reproduce_side_by_side(options, o->archs.back());
+    report_study(ReproduceCommand{.out = second_run.out, .check = o->check}, second_run, "now");
     report_study(*o, first_run, "now");
   });
 }

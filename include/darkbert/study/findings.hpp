@@ -193,7 +193,7 @@ inline void write_side_by_side(Report& r, const std::string& this_arch, const st
   const auto& bert = bert_first ? ours : theirs;
   const auto& gpt2 = bert_first ? theirs : ours;
   auto& s = r.section("BERT and GPT-2 side by side");
-  s.paragraph(std::string("The same study on ") + (this_arch == "bert" ? "GPT-2, read as the GPT-2 replication read it" : "BERT") +
+  s.paragraph(std::string("The same study on ") + (bert_first ? "GPT-2, read as the GPT-2 replication read it" : "BERT") +
               " (its full report: `" + link + "/report.md`). Each claim of the paper, and of the replication, with both models' numbers and verdicts.");
   std::map<std::string, const nlohmann::json*> gpt2_claims, bert_claims;
   const auto& bert_list = (bert_first ? mine : other).at("claims");

@@ -13,11 +13,13 @@
 /// // study/report.md, study/report.html, study/summary.json
 /// darkbert::study::reproduce_shard({.out = "s2", .quick = true}, {.index = 2, .count = 2});  // on machine 2
 /// darkbert::study::merge_study({.out = "study", .quick = true}, {"s1", "s2"});             // then, anywhere
+/// darkbert::study::reproduce_side_by_side({.out = "study"}, "gpt2");   // BERT, then GPT-2 in study/gpt2
 /// @endcode
 
 #include <chrono>      // std::chrono::steady_clock
 #include <filesystem>  // std::filesystem::path
 #include <string>      // std::string
+#include <utility>     // std::pair, std::move
 #include <vector>      // std::vector
 
 #include "darkbert/data/root.hpp"
@@ -29,18 +31,44 @@
 
 namespace darkbert::study {
 
-/// Plans the study, runs every unit not yet done, and writes the report. Returns what was run.
-inline StudyRun reproduce(const ReproduceOptions& options) {
+namespace detail {
+
+// Plans the study and runs every unit not yet done; no report.
+inline StudyRun run_study(const DataRoot& root, const ReproduceOptions& options) {
   const auto start = std::chrono::steady_clock::now();
-  const auto root = DataRoot::from_environment();
   auto plan = plan_study(root, options);
   if (options.log)
     *options.log << "reproduce: " << plan.units.size() << " units into " << (options.out / "units").string() << "\n";
   plan.run.units = run_units(plan.units, options.out / "units", plan.run.fingerprint,
                              {.label = "study", .show_progress = options.show_progress});
   plan.run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  write_findings(root, plan.run);
   return plan.run;
+}
+
+}  // namespace detail
+
+/// Plans the study, runs every unit not yet done, and writes the report. Returns what was run.
+inline StudyRun reproduce(const ReproduceOptions& options) {
+  const auto root = DataRoot::from_environment();
+  auto run = detail::run_study(root, options);
+  write_findings(root, run);
+  return run;
+}
+
+/// Two architectures' studies: `first` (its `arch`) in first.out, then `second_arch`'s default model in
+/// first.out/<second_arch> with its own report, then the first study's report with the second beside it.
+/// Returns both runs, in that order.
+inline std::pair<StudyRun, StudyRun> reproduce_side_by_side(ReproduceOptions first, const std::string& second_arch) {
+  require(first.model.empty(), "reproduce: two architectures study their default models; --model is one study");
+  require(second_arch != first.arch, "reproduce: --arch names ", second_arch, " twice");
+  auto second = first;
+  second.arch = second_arch, second.out = first.out / second_arch;
+  first.companion = second.out;
+  const auto root = DataRoot::from_environment();
+  auto first_run = detail::run_study(root, first);
+  auto second_run = reproduce(second);
+  write_findings(root, first_run);  // once both summaries exist
+  return {std::move(first_run), std::move(second_run)};
 }
 
 /// Runs shard `shard` of the study into `options.out` (resumed like a whole run) and writes its shard.json;
