@@ -56,7 +56,7 @@ inline StudyRun reproduce(const ReproduceOptions& options) {
 }
 
 /// Two architectures' studies: `first` (its `arch`) in first.out, then `second_arch`'s default model in
-/// first.out/<second_arch> with its own report, then the first study's report with the second beside it.
+/// `first.out / second_arch` with its own report, then the first study's report with the second beside it.
 /// Returns both runs, in that order.
 inline std::pair<StudyRun, StudyRun> reproduce_side_by_side(ReproduceOptions first, const std::string& second_arch) {
   require(first.model.empty(), "reproduce: two architectures study their default models; --model is one study");
