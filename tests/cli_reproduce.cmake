@@ -51,7 +51,11 @@ if(NOT log MATCHES "report: [^\n]*gpt2/report.md" OR NOT report MATCHES "## BERT
   message(FATAL_ERROR "reproduce --quick did not run and report the GPT-2 study beside BERT's:\n${log}")
 endif()
 require_phrases("${study}/gpt2/report.md" "on GPT-2" "BOS" "The GPT-2 replication's own classes" "§3.6"
-                "all layers but the first two")
+                "all layers but the first two" "Where the two sentences meet" "separator stripe")
+# The replication's boundary claim has both halves on one row of the side-by-side table.
+if(NOT report MATCHES "Where the two sentences meet[^\n]*BERT: a head[^\n]*GPT-2: a head")
+  message(FATAL_ERROR "the side-by-side table does not give BERT's and GPT-2's separator stripes on one row")
+endif()
 # Resumed: nothing left to compute, the same numbers.
 file(READ "${study}/summary.json" first_summary)
 execute_process(COMMAND ${CMAKE_COMMAND} -E env "DARKBERT_DATA=${SHARED}/data" "DARKBERT_CACHE=${OUT}/cache"

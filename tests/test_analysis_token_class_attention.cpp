@@ -81,6 +81,22 @@ TEST_CASE_TEMPLATE("causal: only later queries see a token; two normalisations",
   check_near(by_length.result()[1](0, 0), 0.3);
   check_near(by_visible.result()[0](0, 0), 0.6);  // max(.5, .6): the last token is seen by itself only
   check_near(by_visible.result()[1](0, 0), 0.45);
+
+  // One accumulator, a normalisation per class: each class as its own accumulator gives it.
+  TokenClassAttention<T> mixed(1, 1, {token_class::special(), token_class::upos("DET")},
+                               {ReceivedNormalisation::sequence_length, ReceivedNormalisation::visible_queries});
+  mixed.add(view, tokens);
+  CHECK(mixed.normalisation(1) == ReceivedNormalisation::visible_queries);
+  check_near(mixed.result()[0](0, 0), 0.5);
+  check_near(mixed.result()[1](0, 0), 0.45);
+  // On a bidirectional map the two normalisations agree: every query sees every token.
+  const auto square = padded_3x3<T>({.5, .25, .25, .2, .2, .6, .1, .3, .6});
+  const auto bidirectional = AttentionView<T>::contiguous(square.data(), 1, 1, 4, 3, false);
+  TokenClassAttention<T> both(1, 1, {token_class::sep_token(), token_class::sep_token()},
+                              {ReceivedNormalisation::sequence_length, ReceivedNormalisation::visible_queries});
+  both.add(bidirectional, tokens);
+  CHECK(both.result()[0](0, 0) == both.result()[1](0, 0));
+  check_near(both.result()[0](0, 0), (.25 + .6 + .6) / 3);
 }
 
 TEST_CASE_TEMPLATE("a one-token example receives all attention", T, float, double) {
@@ -105,6 +121,12 @@ TEST_CASE("errors: annotations, classes, merging") {
   TokenClassAttention<double> other(1, 1, {token_class::sep_token()});
   CHECK(message_of([&] { acc.merge(other); }) ==
         "token class attention: cannot merge class '[SEP]' into class '[CLS]'");
+  TokenClassAttention<double> per_visible(1, 1, {token_class::cls_token()}, ReceivedNormalisation::visible_queries);
+  CHECK(message_of([&] { acc.merge(per_visible); }) ==
+        "token class attention: cannot merge class '[CLS]' measured with another normalisation");
+  CHECK(message_of([] {
+          TokenClassAttention<double>(1, 1, {token_class::cls_token()}, std::vector<ReceivedNormalisation>{});
+        }) == "token class attention: 0 normalisations for 1 token classes");
   TokenClassAttention<double> wrong_shape(2, 1, {token_class::cls_token()});
   CHECK(message_of([&] { wrong_shape.add(view, std::vector<TokenAnnotation>(3, tok("[CLS]", true))); }) ==
         "token class attention: attention maps have 1 layers x 1 heads, expected 2 x 1");

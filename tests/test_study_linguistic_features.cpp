@@ -29,8 +29,9 @@ namespace {
 
 // The paper's measure by plain loops: per example with a token of the class, per head, the largest over the
 // class's tokens j of (sum over the queries that see j of a[i][j]) / n; the mean over those examples.
+// With per_visible_query, the sum is divided by the number of queries that see j instead.
 std::vector<double> hand_feature(const darkbert::Transformer<float>& model, const study::TaskInputs& in,
-                                 const darkbert::TokenClass& cls, std::size_t& with) {
+                                 const darkbert::TokenClass& cls, std::size_t& with, bool per_visible_query = false) {
   const auto& c = model.config();
   std::vector<double> sum(static_cast<std::size_t>(c.num_layers * c.num_heads), 0.0);
   with = 0;
@@ -45,10 +46,10 @@ std::vector<double> hand_feature(const darkbert::Transformer<float>& model, cons
       for (Index h = 0; h < c.num_heads; ++h) {
         double best = -1;
         for (Index j : members) {
-          double received = 0;
+          double received = 0, seen_by = 0;
           for (Index i = 0; i < n; ++i)
-            if (v.visible(i, j)) received += v(l, h, i, j);
-          best = std::max(best, received / static_cast<double>(n));
+            if (v.visible(i, j)) received += v(l, h, i, j), ++seen_by;
+          best = std::max(best, received / (per_visible_query ? seen_by : static_cast<double>(n)));
         }
         sum[static_cast<std::size_t>(l * c.num_heads + h)] += best;
       }
@@ -223,6 +224,41 @@ TEST_CASE("a causal model (gpt2_lm): visible queries only; a feature no example 
   CHECK(std::isnan(back.pretrained[1](0, 0)));
   study::write_linguistic_feature_figures(back, dir);
   CHECK(is_png(dir / "features_sst_2.png"));
+}
+
+TEST_CASE("a causal model's separator, also per query that can see it (the replication's sentence boundary)") {
+  const auto model = gpt2_fixture();
+  const auto tokenizer = darkbert::Tokenizer::from_directory(darkbert::test::data_dir() / "vocab/gpt2");
+  const auto inputs = study::load_task_inputs(shared_root(), darkbert::GlueTask::mrpc, tokenizer, model.config(),
+                                              {.max_examples = 5, .seed = 3, .max_length = 40,
+                                               .annotator = &darkbert::test::small_annotator()});
+  const auto r = study::run_linguistic_features(model, nullptr, inputs);
+  REQUIRE(r.features.size() == 10);  // the paper's nine, then the separator per visible query
+  CHECK(r.features[9] == study::separator_per_visible_query_name);
+  CHECK(r.normalisations[1] == darkbert::ReceivedNormalisation::sequence_length);
+  CHECK(r.normalisations[9] == darkbert::ReceivedNormalisation::visible_queries);
+  CHECK(r.examples_with[9] == 5);
+  std::size_t with = 0;
+  const auto expected = hand_feature(model, inputs, darkbert::token_class::sep_token(), with, true);
+  CHECK(with == 5);
+  bool larger = true;  // fewer queries than n see the separator, so the same sum divided by fewer is larger
+  for (Index l = 0; l < 3; ++l)
+    for (Index h = 0; h < 4; ++h) {
+      CHECK(r.pretrained[9](l, h) == doctest::Approx(expected[static_cast<std::size_t>(l * 4 + h)]).epsilon(1e-5));
+      larger = larger && r.pretrained[9](l, h) > r.pretrained[1](l, h);
+    }
+  CHECK(larger);
+  // It survives a round trip and a merge, and is left out when not asked for.
+  const auto dir = darkbert::test::scratch_dir("study_features_boundary");
+  r.save(dir);
+  auto back = study::LinguisticFeaturesResult::load(dir);
+  CHECK(back.normalisations == r.normalisations);
+  back.merge(r);
+  CHECK(back.examples_with[9] == 10);
+  CHECK(back.pretrained[9](2, 3) == doctest::Approx(r.pretrained[9](2, 3)));
+  auto plain = study::run_linguistic_features(model, nullptr, inputs, {.separator_per_visible_query = false});
+  CHECK(plain.features.size() == 9);
+  CHECK(message_of([&] { plain.merge(r); }) == "linguistic features: cannot merge results over different features");
 }
 
 TEST_CASE("bad input is named") {

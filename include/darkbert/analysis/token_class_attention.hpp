@@ -51,8 +51,16 @@ class TokenClassAttention {
   /// Empty means for each class in `classes` over `layers` × `heads` heads.
   TokenClassAttention(Index layers, Index heads, std::vector<TokenClass> classes,
                       ReceivedNormalisation normalisation = ReceivedNormalisation::sequence_length)
-      : layers_(layers), heads_(heads), classes_(std::move(classes)), normalisation_(normalisation) {
+      : TokenClassAttention(layers, heads, classes, std::vector<ReceivedNormalisation>(classes.size(), normalisation)) {}
+
+  /// The same, with a normalisation per class (`normalisations[c]` for `classes[c]`): e.g. the paper's
+  /// measure for every feature and, beside it, the separator per query that can see it.
+  TokenClassAttention(Index layers, Index heads, std::vector<TokenClass> classes,
+                      std::vector<ReceivedNormalisation> normalisations)
+      : layers_(layers), heads_(heads), classes_(std::move(classes)), normalisations_(std::move(normalisations)) {
     require(!classes_.empty(), "token class attention: no token classes given");
+    require(normalisations_.size() == classes_.size(), "token class attention: ", normalisations_.size(),
+            " normalisations for ", classes_.size(), " token classes");
     for (const auto& c : classes_)
       require(static_cast<bool>(c.test), "token class attention: class '", c.name, "' has no predicate");
     means_.reserve(classes_.size());
@@ -81,12 +89,6 @@ class TokenClassAttention {
     member_begin_.push_back(member_index_.size());
     if (member_index_.empty()) return;  // no class present: nothing to compute
 
-    // Divisor per key position.
-    divisor_.resize(static_cast<std::size_t>(n));
-    for (Index j = 0; j < n; ++j)
-      divisor_[static_cast<std::size_t>(j)] =
-          (normalisation_ == ReceivedNormalisation::visible_queries && view.causal()) ? T(n - j) : T(n);
-
     // received_[(l*heads+h)*n + j] = sum over queries i that see j of a[i][j]
     received_.assign(static_cast<std::size_t>(layers_ * heads_ * n), T(0));
     for (Index l = 0; l < layers_; ++l)
@@ -101,12 +103,14 @@ class TokenClassAttention {
     for (std::size_t c = 0; c < classes_.size(); ++c) {
       const std::size_t begin = member_begin_[c], end = member_begin_[c + 1];
       if (begin == end) continue;  // class absent: this example does not count for it
+      // Divisor of key j: the n queries, or for a causal model per visible query the n - j that see it.
+      const bool per_visible = normalisations_[c] == ReceivedNormalisation::visible_queries && view.causal();
       for (Index lh = 0; lh < layers_ * heads_; ++lh) {
         const T* received = received_.data() + lh * n;
         T best = -std::numeric_limits<T>::infinity();
         for (std::size_t m = begin; m < end; ++m) {
-          const auto j = static_cast<std::size_t>(member_index_[m]);
-          best = std::max(best, received[j] / divisor_[j]);
+          const Index j = member_index_[m];
+          best = std::max(best, received[j] / T(per_visible ? n - j : n));
         }
         example_[static_cast<std::size_t>(lh)] = best;
       }
@@ -121,6 +125,8 @@ class TokenClassAttention {
     for (std::size_t c = 0; c < classes_.size(); ++c) {
       require(other.classes_[c].name == classes_[c].name, "token class attention: cannot merge class '",
               other.classes_[c].name, "' into class '", classes_[c].name, "'");
+      require(other.normalisations_[c] == normalisations_[c], "token class attention: cannot merge class '",
+              classes_[c].name, "' measured with another normalisation");
       means_[c].merge(other.means_[c]);
     }
     examples_ += other.examples_;
@@ -139,6 +145,8 @@ class TokenClassAttention {
 
   /// The classes measured.
   const std::vector<TokenClass>& classes() const { return classes_; }
+  /// What class `class_index`'s received sums are divided by.
+  ReceivedNormalisation normalisation(std::size_t class_index) const { return normalisations_.at(class_index); }
   /// Examples added.
   std::size_t examples() const { return examples_; }  // all examples added
   /// Examples that had a token of class `class_index`.
@@ -147,7 +155,7 @@ class TokenClassAttention {
   /// Heap bytes held (independent of the number of examples).
   std::size_t memory_bytes() const {
     std::size_t bytes = example_.capacity() * sizeof(T) + received_.capacity() * sizeof(T) +
-                        divisor_.capacity() * sizeof(T) + member_index_.capacity() * sizeof(Index) +
+                        member_index_.capacity() * sizeof(Index) +
                         member_begin_.capacity() * sizeof(std::size_t) + means_.capacity() * sizeof(RunningMean<T>);
     for (const auto& m : means_) bytes += m.memory_bytes();
     return bytes;
@@ -157,13 +165,12 @@ class TokenClassAttention {
   Index layers_;
   Index heads_;
   std::vector<TokenClass> classes_;
-  ReceivedNormalisation normalisation_;
+  std::vector<ReceivedNormalisation> normalisations_;
   std::vector<RunningMean<T>> means_;
   std::size_t examples_ = 0;
   /// scratch, reused across examples
   std::vector<T> example_;
   std::vector<T> received_;
-  std::vector<T> divisor_;
   std::vector<Index> member_index_;
   std::vector<std::size_t> member_begin_;
 };

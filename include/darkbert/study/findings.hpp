@@ -24,6 +24,7 @@
 #include <cmath>       // std::isnan, std::max
 #include <filesystem>  // std::filesystem
 #include <map>         // std::map
+#include <optional>    // std::optional
 #include <string>      // std::string
 #include <utility>     // std::pair
 #include <vector>      // std::vector
@@ -55,6 +56,38 @@ inline Verdict verdict_over_tasks(std::size_t holds, std::size_t n) {
   if (n == 0) return Verdict::not_testable;
   if (holds == n) return Verdict::reproduced;
   return holds > 0 ? Verdict::partly : Verdict::not_reproduced;
+}
+
+// A head "has a vertical stripe" where the sentences meet when the separator takes at least this share of the
+// attention of the queries that can see it: a quarter of every row, the rule classifier's `mix` threshold
+// (study/pattern_rules.hpp), at which a column is plainly visible on a map.
+inline constexpr double boundary_stripe = 0.25;
+
+struct BoundaryStripes {
+  double strongest = 0;  // the largest separator share over heads
+  std::string head;      // "layer:head" of it
+  std::size_t heads = 0; // heads at boundary_stripe or more
+};
+
+// The separator stripes of one task's §3.4 result (fine-tuned grid when measured, else pretrained), read
+// per query that can see the separator: separator_per_visible_query() on a causal model, [SEP] on a
+// bidirectional one (every query sees it, so the two measures agree). Empty when the result has neither, or
+// no example has a separator.
+inline std::optional<BoundaryStripes> boundary_stripes(const LinguisticFeaturesResult& f) {
+  std::optional<std::size_t> k;
+  for (std::size_t i = 0; i < f.features.size(); ++i)
+    if (f.features[i] == (f.causal ? separator_per_visible_query_name : std::string_view("[SEP]"))) k = i;
+  if (!k || f.examples_with[*k] == 0) return std::nullopt;
+  const auto& grid = f.has_finetuned() ? f.finetuned[*k] : f.pretrained[*k];
+  BoundaryStripes b;
+  for (Index l = 0; l < grid.rows(); ++l)
+    for (Index h = 0; h < grid.cols(); ++h) {
+      const double v = grid(l, h);
+      if (std::isnan(v)) continue;
+      b.heads += v >= boundary_stripe;
+      if (b.head.empty() || v > b.strongest) b.strongest = v, b.head = std::to_string(l) + ":" + std::to_string(h);
+    }
+  return b;
 }
 
 // A missing task's error in two parts, without the list of folders searched: what is missing, and how to
@@ -554,15 +587,21 @@ inline void write_findings(const DataRoot& root, const StudyRun& run) {
   {
     auto& s = r.section("§3.4 Attention to linguistic features");
     std::size_t special_dominates = 0, cls_then_sep = 0;
+    // The replication's "no vertical pattern where the sentences separate", on the pair tasks: heads whose
+    // separator takes at least boundary_stripe of the attention of every query that can see it.
+    std::size_t pair_tasks = 0, tasks_with_stripe = 0;
+    double strongest_stripe = 0;
     ReportTable t{.header = {"task", "strongest head on [CLS] or [SEP]", "strongest head on a linguistic feature",
-                             "[SEP] - [CLS] slope over layers"},
-                  .caption = "Fine-tuned model; the paper's measure (attention received, summed over queries, / length)."};
+                             "[SEP] - [CLS] slope over layers", "separator stripe: strongest head; heads >= 25%"},
+                  .caption = "Fine-tuned model; the paper's measure (attention received, summed over queries, / length); "
+                             "the last column per query that can see the separator, pair tasks only."};
     for (const auto& task : tasks) {
       const auto f = LinguisticFeaturesResult::load(units / "features" / task);
       const auto& grids = f.has_finetuned() ? f.finetuned : f.pretrained;
       double special = 0, linguistic = 0;
       std::string linguistic_name;
       for (std::size_t k = 0; k < f.features.size(); ++k) {
+        if (f.features[k] == separator_per_visible_query_name) continue;  // [SEP] again, read below
         double best = 0;
         for (Index l = 0; l < grids[k].rows(); ++l)
           for (Index h = 0; h < grids[k].cols(); ++h)
@@ -587,9 +626,17 @@ inline void write_findings(const DataRoot& root, const StudyRun& run) {
       }
       cls_then_sep += slope > 0;
       const std::string k = "features." + detail::key_of(task) + ".";
+      std::string stripe_cell = "—";
+      if (const auto stripe = detail::boundary_stripes(f); glue_task_info(parse_glue_task(task)).pair && stripe) {
+        ++pair_tasks;
+        tasks_with_stripe += stripe->heads > 0;
+        strongest_stripe = std::max(strongest_stripe, stripe->strongest);
+        stripe_cell = r.number(k + "boundary_max", stripe->strongest, 3) + " (" + stripe->head + "); " +
+                      r.count(k + "boundary_heads", static_cast<std::int64_t>(stripe->heads)) + " heads";
+      }
       t.rows.push_back({task, r.number(k + "special_max", special, 3),
                         linguistic_name + " " + r.number(k + "linguistic_max", linguistic, 3),
-                        r.number(k + "sep_minus_cls_slope", slope, 4)});
+                        r.number(k + "sep_minus_cls_slope", slope, 4), stripe_cell});
       write_linguistic_feature_figures(f, results / "features" / task);
     }
     s.table(t);
@@ -617,6 +664,19 @@ inline void write_findings(const DataRoot& root, const StudyRun& run) {
                          " of " + r.count("claims.features.tasks_trend", static_cast<std::int64_t>(n_tasks)) + " tasks",
              .verdict = detail::verdict_over_tasks(cls_then_sep, n_tasks),
              .reason = "A task counts when the least-squares slope of ([SEP] - [CLS]) over layers is positive."});
+    // One claim text in both studies, so that the side-by-side report puts BERT's half and GPT-2's on one row.
+    const std::string stripe_rule = r.percent("claims.boundary.threshold", detail::boundary_stripe, 0);
+    s.claim({.claim = "Where the two sentences meet, BERT has a vertical stripe and GPT-2 has none (the replication).",
+             .paper = "GPT-2: no vertical map where the sentences separate; BERT: stripes on [SEP]",
+             .darkbert = std::string(run.causal ? "GPT-2" : "BERT") + ": a head with >= " + stripe_rule + " on the separator on " +
+                         r.count("claims.boundary.tasks_with_stripe", static_cast<std::int64_t>(tasks_with_stripe)) + " of " +
+                         r.count("claims.boundary.pair_tasks", static_cast<std::int64_t>(pair_tasks)) + " pair tasks (strongest " +
+                         r.number("claims.boundary.strongest", strongest_stripe, 2) + ")",
+             .verdict = detail::verdict_over_tasks(run.causal ? pair_tasks - tasks_with_stripe : tasks_with_stripe, pair_tasks),
+             .reason = "Per pair task, the fine-tuned model's heads: the attention the separator ([SEP]; GPT-2: the second "
+                       "<|endoftext|>) receives, divided by the queries that can see it. A head has a stripe at " + stripe_rule +
+                       " or more (a quarter of every row, the rules' 'mix' threshold: plainly visible on a map). BERT's half "
+                       "holds on a task with such a head, GPT-2's on a task without one."});
   }
 
   // ------------------------------------------------------------------ §3.5

@@ -20,7 +20,9 @@
 /// per feature). Features are token classes (analysis/token_annotation.hpp) over the annotations of
 /// study/task_inputs.hpp (`default_annotator`: noun = NOUN or PROPN, subject = nsubj or nsubj:pass, object =
 /// obj, negation from data/negation.hpp). They are arguments: a causal model (GPT-2, no [CLS] or [SEP]) is
-/// measured with its own classes, and a class no example contains gives a grid of NaN, not an error.
+/// measured with its own classes, and a class no example contains gives a grid of NaN, not an error. On a
+/// causal model the separator is measured a second time per query that can see it
+/// (separator_per_visible_query(), the GPT-2 replication's "vertical pattern where the sentences separate").
 
 #include <algorithm>    // std::max
 #include <cctype>       // std::isalnum, std::tolower
@@ -69,6 +71,19 @@ inline std::vector<TokenClass> paper_features() {
           token_class::subject(),
           token_class::object(),
           token_class::negation()};
+}
+
+/// The name of the feature separator_per_visible_query() measures.
+inline constexpr std::string_view separator_per_visible_query_name = "[SEP] per visible query";
+
+/// [SEP] (GPT-2: the `<|endoftext|>` between the two sentences) measured per query that can see it: on a
+/// causal model only the queries after it can, so the paper's division by the length would show a head that
+/// gives the separator all of their attention at about half its height. The GPT-2 replication's "no vertical
+/// pattern where the sentences separate" is read from it. On a bidirectional model it equals [SEP].
+inline TokenClass separator_per_visible_query() {
+  auto c = token_class::sep_token();
+  c.name = std::string(separator_per_visible_query_name);
+  return c;
 }
 
 namespace detail {
@@ -127,6 +142,12 @@ inline std::string_view to_string(ReceivedNormalisation n) {
   return n == ReceivedNormalisation::sequence_length ? "sequence_length" : "visible_queries";
 }
 
+inline ReceivedNormalisation parse_normalisation(const std::string& name, const std::string& where) {
+  require(name == "sequence_length" || name == "visible_queries", where, ": normalisation '", name,
+          "' is not sequence_length or visible_queries");
+  return name == "sequence_length" ? ReceivedNormalisation::sequence_length : ReceivedNormalisation::visible_queries;
+}
+
 }  // namespace detail
 
 /// The §3.4 result for one task: one [layers, heads] grid per feature for the pretrained model and, when
@@ -141,6 +162,14 @@ struct LinguisticFeaturesResult {
   ReceivedNormalisation normalisation = ReceivedNormalisation::sequence_length;  ///< of the received sums
   std::size_t examples = 0;              ///< examples read
   std::vector<std::string> features;     ///< feature names, in order
+  /// Per feature, what its received sums were divided by (`normalisation` unless the feature says otherwise,
+  /// e.g. separator_per_visible_query()).
+  std::vector<ReceivedNormalisation> normalisations;
+
+  /// What feature `f`'s sums were divided by (`normalisation` when `normalisations` does not say).
+  ReceivedNormalisation normalisation_of(std::size_t f) const {
+    return f < normalisations.size() ? normalisations[f] : normalisation;
+  }
   std::vector<std::size_t> examples_with;  ///< per feature: examples that contain it
   std::vector<HeadMatrix<double>> pretrained;  ///< per feature: [layers, heads]
   std::vector<HeadMatrix<double>> finetuned;   ///< per feature: [layers, heads]; empty without a fine-tuned model
@@ -229,6 +258,7 @@ inline nlohmann::json LinguisticFeaturesResult::summary() const {
     nlohmann::json e = {{"name", features[f]},
                         {"file_stem", detail::file_stem(features[f])},
                         {"examples_with", examples_with[f]},
+                        {"normalisation", detail::to_string(normalisation_of(f))},
                         {"pretrained", detail::head_extremes(pretrained[f])}};
     if (has_finetuned()) {
       e["finetuned"] = detail::head_extremes(finetuned[f]);
@@ -302,11 +332,7 @@ inline LinguisticFeaturesResult LinguisticFeaturesResult::load(const std::filesy
   r.pretrained_model = detail::json_get<std::string>(j, "pretrained_model", where);
   r.finetuned_model = detail::json_get<std::string>(j, "finetuned_model", where);
   r.causal = detail::json_get<bool>(j, "causal", where);
-  const auto norm = detail::json_get<std::string>(j, "normalisation", where);
-  require(norm == "sequence_length" || norm == "visible_queries", where, ": normalisation '", norm,
-          "' is not sequence_length or visible_queries");
-  r.normalisation = norm == "sequence_length" ? ReceivedNormalisation::sequence_length
-                                              : ReceivedNormalisation::visible_queries;
+  r.normalisation = detail::parse_normalisation(detail::json_get<std::string>(j, "normalisation", where), where);
   r.examples = detail::json_get<std::size_t>(j, "examples", where);
   r.trend = detail::json_get<std::vector<std::string>>(j, "trend_features", where);
   const auto layers = detail::json_get<Index>(j, "layers", where), heads = detail::json_get<Index>(j, "heads", where);
@@ -316,6 +342,9 @@ inline LinguisticFeaturesResult LinguisticFeaturesResult::load(const std::filesy
   for (const auto& e : list) {
     r.features.push_back(detail::json_get<std::string>(e, "name", where));
     r.examples_with.push_back(detail::json_get<std::size_t>(e, "examples_with", where));
+    r.normalisations.push_back(e.contains("normalisation")
+                                   ? detail::parse_normalisation(detail::json_get<std::string>(e, "normalisation", where), where)
+                                   : r.normalisation);
     const auto stem = detail::file_stem(r.features.back());
     auto read = [&](const std::string& name) {
       auto t = read_json_table<double>(dir / (name + ".json"));
@@ -335,7 +364,9 @@ inline LinguisticFeaturesResult LinguisticFeaturesResult::load(const std::filesy
 }
 
 inline void LinguisticFeaturesResult::merge(const LinguisticFeaturesResult& other) {
-  require(other.features == features, "linguistic features: cannot merge results over different features");
+  bool same = other.features == features;
+  for (std::size_t f = 0; same && f < features.size(); ++f) same = other.normalisation_of(f) == normalisation_of(f);
+  require(same, "linguistic features: cannot merge results over different features");
   require(other.has_finetuned() == has_finetuned(), "linguistic features: cannot merge a result with a fine-tuned "
                                                     "model into one without");
   require(other.task == task, "linguistic features: cannot merge task ", other.task, " into ", task);
@@ -352,6 +383,8 @@ struct LinguisticFeaturesOptions {
   std::vector<TokenClass> features = paper_features();          ///< the token classes measured
   std::vector<std::string> trend = {"[CLS]", "[SEP]"};          ///< features compared layer by layer
   ReceivedNormalisation normalisation = ReceivedNormalisation::sequence_length;  ///< the paper's: / n
+  /// On a causal model, also measure separator_per_visible_query() (divided by the queries that see it).
+  bool separator_per_visible_query = true;
   std::size_t batch_size = 16;                                  ///< examples per forward pass
   std::string pretrained_model;                                 ///< recorded in the result
   std::string finetuned_model;                                  ///< recorded in the result
@@ -372,10 +405,16 @@ LinguisticFeaturesResult run_linguistic_features(const Transformer<T>& pretraine
           " token annotations for ", inputs.size(), " examples");
   const auto layers = static_cast<Index>(pretrained.config().num_layers);
   const auto heads = static_cast<Index>(pretrained.config().num_heads);
-  TokenClassAttention<T> pre(layers, heads, options.features, options.normalisation);
+  auto features = options.features;
+  std::vector<ReceivedNormalisation> normalisations(features.size(), options.normalisation);
+  if (options.separator_per_visible_query && pretrained.config().causal) {
+    features.push_back(separator_per_visible_query());
+    normalisations.push_back(ReceivedNormalisation::visible_queries);
+  }
+  TokenClassAttention<T> pre(layers, heads, features, normalisations);
   std::optional<TokenClassAttention<T>> fine;
   if (finetuned != nullptr) {
-    fine.emplace(layers, heads, options.features, options.normalisation);
+    fine.emplace(layers, heads, features, normalisations);
     for_each_attention_pair(
         pretrained, *finetuned, inputs,
         [&](std::size_t i, const AttentionView<T>& a, const AttentionView<T>& b) {
@@ -398,17 +437,18 @@ LinguisticFeaturesResult run_linguistic_features(const Transformer<T>& pretraine
   r.examples = pre.examples();
   r.trend = options.trend;
   const auto p = pre.result();
-  for (std::size_t f = 0; f < options.features.size(); ++f) {
-    r.features.push_back(options.features[f].name);
+  for (std::size_t f = 0; f < features.size(); ++f) {
+    r.features.push_back(features[f].name);
+    r.normalisations.push_back(normalisations[f]);
     r.examples_with.push_back(pre.examples_with(f));
     r.pretrained.push_back(detail::to_double(p[f]));
-    r.pretrained.back().name = "pretrained_" + detail::file_stem(options.features[f].name);
+    r.pretrained.back().name = "pretrained_" + detail::file_stem(features[f].name);
   }
   if (fine) {
     const auto q = fine->result();
-    for (std::size_t f = 0; f < options.features.size(); ++f) {
+    for (std::size_t f = 0; f < features.size(); ++f) {
       r.finetuned.push_back(detail::to_double(q[f]));
-      r.finetuned.back().name = "finetuned_" + detail::file_stem(options.features[f].name);
+      r.finetuned.back().name = "finetuned_" + detail::file_stem(features[f].name);
     }
   }
   return r;
@@ -458,7 +498,11 @@ inline void write_linguistic_feature_figures(const LinguisticFeaturesResult& r, 
             (r.has_finetuned() ? "; pre = pretrained, ft = fine-tuned)" : ")");
   o.x = {r.has_finetuned() ? "model, head" : "head", cols, 0};
   o.y = {"feature, layer", rows, 0};
-  o.value_label = "attention received / length";
+  bool per_visible = false;
+  for (std::size_t f = 0; f < r.features.size(); ++f)
+    per_visible = per_visible || r.normalisation_of(f) == ReceivedNormalisation::visible_queries;
+  o.value_label = per_visible ? "attention received / length (per visible query: / queries that see it)"
+                              : "attention received / length";
   o.vmin = 0;
   o.annotate = CellValues::hide;
   for (const char* ext : {".png", ".svg"}) write_heatmap(dir / (stem + ext), both, o);
