@@ -632,7 +632,8 @@ inline void write_findings(const DataRoot& root, const StudyRun& run) {
         tasks_with_stripe += stripe->heads > 0;
         strongest_stripe = std::max(strongest_stripe, stripe->strongest);
         stripe_cell = r.number(k + "boundary_max", stripe->strongest, 3) + " (" + stripe->head + "); " +
-                      r.count(k + "boundary_heads", static_cast<std::int64_t>(stripe->heads)) + " heads";
+                      r.count(k + "boundary_heads", static_cast<std::int64_t>(stripe->heads)) +
+                      (stripe->heads == 1 ? " head" : " heads");
       }
       t.rows.push_back({task, r.number(k + "special_max", special, 3),
                         linguistic_name + " " + r.number(k + "linguistic_max", linguistic, 3),
