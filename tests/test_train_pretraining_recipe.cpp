@@ -38,8 +38,13 @@ TEST_CASE("the mini recipe: width 128, 4 heads; BERT 2 blocks at two lengths, GP
   CHECK(study.layers == 6);
   CHECK(study.heads == 8);
   CHECK(study.hidden == 128);
-  CHECK(study.dropout == 0);  // with 0.1 no positional head grew (docs/default-models.md)
+  CHECK(study.dropout == 0.05);  // 0.1: no positional head; 0: no vertical head (docs/default-models.md)
+  CHECK(study.short_fraction == 0.8);
   CHECK(study.steps == bert.steps);
+  const auto study_gpt2 = named_recipe("study", "gpt2");
+  CHECK(study_gpt2.layers == 12);
+  CHECK(study_gpt2.heads == 4);
+  CHECK(study_gpt2.softmax_draws == gpt2.softmax_draws);
   CHECK(named_recipe("reference", "bert").minutes == 20);
   CHECK(named_recipe("reference", "bert").hidden == 256);
 }

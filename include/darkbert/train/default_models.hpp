@@ -41,13 +41,14 @@ inline std::string default_recipe_name(const std::string& arch) {
 /// cache never serves a model trained by an older one (and a change to one recipe keeps the others' caches).
 /// mini-bert 2: the two-length recipe at lr 1e-3. mini-gpt2 2: the sampled softmax; 3: four blocks
 /// (docs/default-models.md). study-bert 3: the first default BERT with 48 heads (numbered on from
-/// mini-bert's 2, which it replaces as the default); 4: pretrained without dropout.
+/// mini-bert's 2, which it replaces as the default); 4: pretrained without dropout; 5: dropout 0.05 and
+/// 20% of the steps at 128 tokens. study-gpt2 1: 12 x 4.
 inline int model_version(const std::string& recipe, const std::string& arch) {
   require(arch == "bert" || arch == "gpt2", "default model: arch is '", arch, "' (bert or gpt2)");
   if (recipe == "mini") return arch == "gpt2" ? 3 : 2;
-  if (recipe == "study" && arch == "bert") return 4;
+  if (recipe == "study") return arch == "gpt2" ? 1 : 5;
   fail("default model: no cached model for the recipe '", recipe, "' of ", arch,
-       " (study-bert, mini-bert or mini-gpt2)");
+       " (study-bert, study-gpt2, mini-bert or mini-gpt2)");
 }
 
 /// The version of `arch`'s default model (model_version of its default recipe).
