@@ -592,7 +592,9 @@ inline void write_findings(const DataRoot& root, const StudyRun& run) {
     std::size_t pair_tasks = 0, tasks_with_stripe = 0;
     double strongest_stripe = 0;
     ReportTable t{.header = {"task", "strongest head on [CLS] or [SEP]", "strongest head on a linguistic feature",
-                             "[SEP] - [CLS] slope over layers", "separator stripe: strongest head; heads >= 25%"},
+                             "[SEP] - [CLS] slope over layers",
+                             "separator stripe: strongest head; heads >= " +
+                                 std::to_string(std::lround(100 * detail::boundary_stripe)) + "%"},
                   .caption = "Fine-tuned model; the paper's measure (attention received, summed over queries, / length); "
                              "the last column per query that can see the separator, pair tasks only."};
     for (const auto& task : tasks) {

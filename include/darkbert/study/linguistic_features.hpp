@@ -166,10 +166,6 @@ struct LinguisticFeaturesResult {
   /// e.g. separator_per_visible_query()).
   std::vector<ReceivedNormalisation> normalisations;
 
-  /// What feature `f`'s sums were divided by (`normalisation` when `normalisations` does not say).
-  ReceivedNormalisation normalisation_of(std::size_t f) const {
-    return f < normalisations.size() ? normalisations[f] : normalisation;
-  }
   std::vector<std::size_t> examples_with;  ///< per feature: examples that contain it
   std::vector<HeadMatrix<double>> pretrained;  ///< per feature: [layers, heads]
   std::vector<HeadMatrix<double>> finetuned;   ///< per feature: [layers, heads]; empty without a fine-tuned model
@@ -177,6 +173,10 @@ struct LinguisticFeaturesResult {
 
   /// Whether a fine-tuned model was measured.
   bool has_finetuned() const { return !finetuned.empty(); }
+  /// What feature `f`'s sums were divided by (`normalisation` when `normalisations` does not say).
+  ReceivedNormalisation normalisation_of(std::size_t f) const {
+    return f < normalisations.size() ? normalisations[f] : normalisation;
+  }
   /// Index of a feature by name; an error listing the features when absent.
   std::size_t feature_index(std::string_view name) const {
     for (std::size_t f = 0; f < features.size(); ++f)
