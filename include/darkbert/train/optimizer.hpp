@@ -23,6 +23,7 @@
 #include <vector>     // std::vector
 
 #include "../core/error.hpp"
+#include "../kernels/adamw_update.hpp"
 #include "../model/parameter_names.hpp"
 #include "../model/transformer.hpp"
 
@@ -120,28 +121,24 @@ class AdamW {
                             ? step_options.max_grad_norm / (norm + 1e-6)
                             : 1.0;
     ++steps_;
-    const T b1 = static_cast<T>(options_.beta1), b2 = static_cast<T>(options_.beta2);
-    const T correction1 = static_cast<T>(1 - std::pow(options_.beta1, static_cast<double>(steps_)));
-    const T correction2 = static_cast<T>(1 - std::pow(options_.beta2, static_cast<double>(steps_)));
-    const T grad_scale = static_cast<T>(average * clip), eps = static_cast<T>(options_.epsilon);
     const T rate = static_cast<T>(lr);
-    const T decayed = T(1) - rate * static_cast<T>(options_.weight_decay);
+    const kernels::AdamWUpdate<T> update{.beta1 = static_cast<T>(options_.beta1),
+                                         .beta2 = static_cast<T>(options_.beta2),
+                                         .correction1 = static_cast<T>(1 - std::pow(options_.beta1, static_cast<double>(steps_))),
+                                         .correction2 = static_cast<T>(1 - std::pow(options_.beta2, static_cast<double>(steps_))),
+                                         .grad_scale = static_cast<T>(average * clip),
+                                         .rate = rate,
+                                         .eps = static_cast<T>(options_.epsilon),
+                                         .decay = T(1) - rate * static_cast<T>(options_.weight_decay)};
 #pragma omp parallel for schedule(static) if (!omp_in_parallel())
     for (Index c = 0; c < chunks; ++c) {  // element-wise: any split gives the same bits
       const Chunk& chunk = chunks_[static_cast<std::size_t>(c)];
       const Slot& slot = slots_[chunk.slot];
-      T* p = slot.param;
-      const T* g = gs[chunk.slot];
-      T* m = m_.data() + slot.offset;
-      T* v = v_.data() + slot.offset;
-      const T decay = slot.decayed ? decayed : T(1);
-#pragma omp simd
-      for (Index i = chunk.first; i < chunk.last; ++i) {
-        const T gi = g[i] * grad_scale;
-        m[i] = b1 * m[i] + (T(1) - b1) * gi;
-        v[i] = b2 * v[i] + (T(1) - b2) * gi * gi;
-        p[i] = p[i] * decay - rate * (m[i] / correction1) / (std::sqrt(v[i] / correction2) + eps);
-      }
+      auto u = update;
+      if (!slot.decayed) u.decay = T(1);
+      const Index at = slot.offset + chunk.first;
+      kernels::adamw_update(slot.param + chunk.first, gs[chunk.slot] + chunk.first, m_.data() + at, v_.data() + at,
+                            chunk.last - chunk.first, u);
     }
     return norm;
   }
