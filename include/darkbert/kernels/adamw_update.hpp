@@ -39,7 +39,7 @@ struct AdamWUpdate {
 
 namespace detail {
 
-/// The update as written above, one element at a time (double, the blas path, ragged ends in tests).
+/// The update as written above, one element at a time (double, and float on the blas path).
 template <class T>
 void adamw_update_plain(T* p, const T* g, T* m, T* v, Index n, const AdamWUpdate<T>& u) {
   const T keep1 = T(1) - u.beta1, keep2 = T(1) - u.beta2;
