@@ -29,12 +29,14 @@ namespace darkbert::kernels {
 /// The scalars of one AdamW step (the same for every element it updates).
 template <class T>
 struct AdamWUpdate {
-  T beta1, beta2;                ///< moment decay rates
-  T correction1, correction2;    ///< 1 - beta^step, the bias corrections
-  T grad_scale;                  ///< 1 / micro-batches times the clipping factor
-  T rate;                        ///< learning rate of this step
-  T eps;                         ///< added to the root of the second moment
-  T decay;                       ///< 1 - rate * weight_decay, or 1 where the block takes no decay
+  T beta1;        ///< decay rate of the first moment
+  T beta2;        ///< decay rate of the second moment
+  T correction1;  ///< 1 - beta1^step, the first moment's bias correction
+  T correction2;  ///< 1 - beta2^step, the second moment's bias correction
+  T grad_scale;   ///< 1 / micro-batches times the clipping factor
+  T rate;         ///< learning rate of this step
+  T eps;          ///< added to the root of the second moment
+  T decay;        ///< 1 - rate * weight_decay, or 1 where the block takes no decay
 };
 
 namespace detail {
@@ -54,9 +56,17 @@ void adamw_update_plain(T* p, const T* g, T* m, T* v, Index n, const AdamWUpdate
 #if DARKBERT_HAS_AVX512_KERNEL && DARKBERT_HAS_AVX2_KERNEL
 DARKBERT_INTRINSICS_WARNINGS_OFF
 
-// p * decay rounded on its own: GCC's intrinsics are plain vector arithmetic, which -ffp-contract=fast
-// (GCC's default) would fuse with the subtraction that follows into one FMA and other bits.
-#define DARKBERT_ROUNDED(x) asm("" : "+v"(x))
+/// x as it is, rounded on its own: GCC's intrinsics are plain vector arithmetic, which -ffp-contract=fast
+/// (GCC's default) would fuse with the subtraction that follows into one FMA and other bits.
+DARKBERT_AVX512_TARGET inline __m512 rounded(__m512 x) {
+  asm("" : "+v"(x));
+  return x;
+}
+/// x as it is, rounded on its own (see the 16-lane rounded).
+DARKBERT_AVX2_TARGET inline __m256 rounded(__m256 x) {
+  asm("" : "+x"(x));
+  return x;
+}
 
 DARKBERT_AVX512_TARGET inline void adamw_update_avx512(float* p, const float* g, float* m, float* v, Index n,
                                                        const AdamWUpdate<float>& u) {
@@ -73,8 +83,7 @@ DARKBERT_AVX512_TARGET inline void adamw_update_avx512(float* p, const float* g,
     const __m512 vi = _mm512_fmadd_ps(beta2, _mm512_maskz_loadu_ps(lanes, v + i), _mm512_mul_ps(_mm512_mul_ps(keep2, gi), gi));
     const __m512 step = _mm512_div_ps(_mm512_mul_ps(rate, _mm512_div_ps(mi, c1)),
                                       _mm512_add_ps(_mm512_sqrt_ps(_mm512_div_ps(vi, c2)), eps));
-    __m512 kept = _mm512_mul_ps(_mm512_maskz_loadu_ps(lanes, p + i), decay);
-    DARKBERT_ROUNDED(kept);
+    const __m512 kept = rounded(_mm512_mul_ps(_mm512_maskz_loadu_ps(lanes, p + i), decay));
     const __m512 pi = _mm512_sub_ps(kept, step);
     _mm512_mask_storeu_ps(m + i, lanes, mi);
     _mm512_mask_storeu_ps(v + i, lanes, vi);
@@ -96,8 +105,7 @@ DARKBERT_AVX2_TARGET inline void adamw_update_avx2(float* p, const float* g, flo
     const __m256 vi = _mm256_fmadd_ps(beta2, _mm256_maskload_ps(v + i, lanes), _mm256_mul_ps(_mm256_mul_ps(keep2, gi), gi));
     const __m256 step = _mm256_div_ps(_mm256_mul_ps(rate, _mm256_div_ps(mi, c1)),
                                       _mm256_add_ps(_mm256_sqrt_ps(_mm256_div_ps(vi, c2)), eps));
-    __m256 kept = _mm256_mul_ps(_mm256_maskload_ps(p + i, lanes), decay);
-    DARKBERT_ROUNDED(kept);
+    const __m256 kept = rounded(_mm256_mul_ps(_mm256_maskload_ps(p + i, lanes), decay));
     const __m256 pi = _mm256_sub_ps(kept, step);
     _mm256_maskstore_ps(m + i, lanes, mi);
     _mm256_maskstore_ps(v + i, lanes, vi);
@@ -105,7 +113,6 @@ DARKBERT_AVX2_TARGET inline void adamw_update_avx2(float* p, const float* g, flo
   }
 }
 
-#undef DARKBERT_ROUNDED
 DARKBERT_INTRINSICS_WARNINGS_ON
 #endif
 
