@@ -37,9 +37,9 @@ TEST_CASE("default_model pretrains on first use into <cache>/models, then serves
   const auto root = darkbert::DataRoot::single(darkbert::test::data_dir(), cache);
   const auto expected = cache / "models" / "study-bert-v5";
   CHECK(darkbert::default_model_dir(root, "bert") == expected);
-  CHECK(darkbert::default_model_dir(root, "gpt2") == cache / "models" / "mini-gpt2-v3");
+  CHECK(darkbert::default_model_dir(root, "gpt2") == cache / "models" / "study-gpt2-v2");
   CHECK(darkbert::default_model_version("bert") == 5);
-  CHECK(darkbert::default_model_version("gpt2") == 3);
+  CHECK(darkbert::default_model_version("gpt2") == 2);
 
   std::ostringstream log;
   const auto dir = darkbert::default_model(root, "bert", {.recipe = quick_recipe(), .show_progress = false, .log = &log});
@@ -75,16 +75,17 @@ TEST_CASE("default_model pretrains on first use into <cache>/models, then serves
   CHECK(bytes_of(dir2 / "model.safetensors") == bytes_of(dir / "model.safetensors"));
 }
 
-TEST_CASE("the default BERT is the study recipe's, cached apart from the mini one; unknown names are refused") {
+TEST_CASE("the default models are the study recipe's, cached apart from the mini ones; unknown names are refused") {
   const auto root = darkbert::DataRoot::single(darkbert::test::data_dir(), darkbert::test::scratch_dir("default_models_names"));
   CHECK(darkbert::default_model_dir(root, "bert").filename() == "study-bert-v5");
   CHECK(darkbert::cached_model_dir(root, "mini", "bert").filename() == "mini-bert-v2");
-  CHECK(darkbert::default_model_dir(root, "gpt2").filename() == "mini-gpt2-v3");
+  CHECK(darkbert::default_model_dir(root, "gpt2").filename() == "study-gpt2-v2");
+  CHECK(darkbert::cached_model_dir(root, "mini", "gpt2").filename() == "mini-gpt2-v3");
   const auto study = darkbert::recipe_config(darkbert::named_recipe("study", "bert"));
   CHECK(study.num_layers * study.num_heads >= 48);
   CHECK(darkbert::test::message_of([&] { darkbert::cached_model_dir(root, "reference", "bert"); }) ==
         "default model: no cached model for the recipe 'reference' of bert (study-bert, study-gpt2, mini-bert or mini-gpt2)");
-  CHECK(darkbert::cached_model_dir(root, "study", "gpt2").filename() == "study-gpt2-v1");
+  CHECK(darkbert::cached_model_dir(root, "study", "gpt2").filename() == "study-gpt2-v2");
   const auto gpt2 = darkbert::recipe_config(darkbert::named_recipe("study", "gpt2"));
   CHECK(gpt2.num_layers * gpt2.num_heads >= 48);
   CHECK(gpt2.hidden_size / gpt2.num_heads == 32);

@@ -84,7 +84,7 @@ void add_pretrain_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("pretrain", "Pretrain a BERT (masked LM + NSP) or GPT-2 (causal LM) from scratch on the corpus\n"
                                              "  e.g. darkbert pretrain --arch bert --recipe mini --minutes 20 --out mini-bert");
   cmd->add_option("--arch", o->arch, "bert or gpt2")->check(CLI::IsMember({"bert", "gpt2"}))->capture_default_str();
-  cmd->add_option("--recipe", o->recipe, "study (the default BERT; for GPT-2 the 48-head one), mini (the mini BERT, the default GPT-2), reference (the PyTorch reference's) or tiny (for tests)")->capture_default_str();
+  cmd->add_option("--recipe", o->recipe, "study (the default BERT and GPT-2: 48 heads each), mini (smaller: 8 and 16 heads), reference (the PyTorch reference's) or tiny (for tests)")->capture_default_str();
   cmd->add_option("--out", o->out, "Output folder (model, checkpoint/, eval.csv, head_masses.csv, run.json)")->required();
   auto* minutes = cmd->add_option("--minutes", o->minutes, "Training-time budget (the schedule decays to 0 at its end); default: the recipe's length");
   auto* steps = cmd->add_option("--steps", o->steps, "Number of training steps; default: the recipe's length");

@@ -18,24 +18,24 @@ void add_finetune_table_command(CLI::App& app);  // the paper's Table 1: tasks x
 void add_pretrain_command(CLI::App& app);  // pretrain from scratch on the corpus
 void add_reproduce_command(CLI::App& app);  // the whole study and its findings report
 
-// --model takes a checkpoint folder or the name of an embedded default model: `study-bert` (the default
-// BERT), `mini-bert` or `mini-gpt2` (train/default_models.hpp: pretrained into the cache on first use) and
+// --model takes a checkpoint folder or the name of an embedded model: `study-bert` and `study-gpt2` (the
+// defaults), `mini-bert` or `mini-gpt2` (train/default_models.hpp: pretrained into the cache on first use) and
 // read from there after. resolve_model turns the option's value into a folder; it is defined in
 // cmd_pretrain.cpp.
 inline bool is_cached_model_name(const std::string& name) {
-  return name == "study-bert" || name == "mini-bert" || name == "mini-gpt2";
+  return name == "study-bert" || name == "study-gpt2" || name == "mini-bert" || name == "mini-gpt2";
 }
 std::filesystem::path resolve_model(const std::filesystem::path& folder_or_name);
 inline void add_model_option(CLI::App* cmd, std::filesystem::path& model) {
   model = "study-bert";
-  cmd->add_option("--model", model, "Checkpoint folder (its encoder; a classifier head is added), or study-bert / mini-bert / "
-                                    "mini-gpt2: the embedded default models, pretrained on first use")
+  cmd->add_option("--model", model, "Checkpoint folder (its encoder; a classifier head is added), or study-bert / study-gpt2 / "
+                                    "mini-bert / mini-gpt2: the embedded models, pretrained on first use")
       ->check(CLI::Validator(
           [](std::string& value) -> std::string {
             if (is_cached_model_name(value) || std::filesystem::is_directory(value)) return {};
-            return "not a checkpoint folder nor study-bert / mini-bert / mini-gpt2: " + value;
+            return "not a checkpoint folder nor study-bert / study-gpt2 / mini-bert / mini-gpt2: " + value;
           },
-          "DIR|study-bert|mini-bert|mini-gpt2"))
+          "DIR|study-bert|study-gpt2|mini-bert|mini-gpt2"))
       ->capture_default_str();
 }
 
