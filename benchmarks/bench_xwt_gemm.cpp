@@ -49,6 +49,8 @@ void shapes(benchmark::internal::Benchmark* b) {
       b->Args({rows, in, out});
   // The study models' layers (hidden 128, FFN 512) at a training batch of 64 x 128 tokens.
   for (auto [in, out] : {std::pair<Index, Index>{128, 384}, {128, 128}, {128, 512}, {512, 128}}) b->Args({8192, in, out});
+  // ... and at the pretraining batch of 16 x 128 tokens.
+  for (auto [in, out] : {std::pair<Index, Index>{128, 384}, {128, 128}, {128, 512}, {512, 128}}) b->Args({2048, in, out});
   // The mini models' layers (4 x 256, FFN 1024) at a training batch of 32 x 128 tokens.
   for (auto [in, out] : {std::pair<Index, Index>{256, 768}, {256, 256}, {256, 1024}, {1024, 256}}) b->Args({4096, in, out});
   // A language-model head (GPT-2's 50,257 tokens) on 1024 rows at the mini models' widths: a shallow
@@ -76,6 +78,17 @@ void BM_Linear_DarkbertKernel(benchmark::State& state) {
   p.report(state);
 }
 BENCHMARK(BM_Linear_DarkbertKernel)->Apply(shapes);
+
+void BM_Linear_DarkbertRowBlocks(benchmark::State& state) {
+  if (!darkbert::cpu_has_avx512()) return state.SkipWithError("this CPU has no AVX-512");
+  Problem p(state);
+  auto epilogue = p.epilogue();
+  for (auto _ : state)
+    darkbert::detail::xwt_gemm_row_blocks<darkbert::detail::avx512::Kernel>(p.x.data(), p.rows, p.in, p.w.data(), p.out,
+                                                                            p.y.data(), p.scratch, epilogue);
+  p.report(state);
+}
+BENCHMARK(BM_Linear_DarkbertRowBlocks)->Apply(shapes);
 #endif
 
 #if DARKBERT_HAS_AVX2_KERNEL
@@ -88,6 +101,17 @@ void BM_Linear_DarkbertAvx2(benchmark::State& state) {
   p.report(state);
 }
 BENCHMARK(BM_Linear_DarkbertAvx2)->Apply(shapes);
+
+void BM_Linear_DarkbertAvx2RowBlocks(benchmark::State& state) {
+  if (!darkbert::cpu_has_avx2()) return state.SkipWithError("this CPU has no AVX2 + FMA");
+  Problem p(state);
+  auto epilogue = p.epilogue();
+  for (auto _ : state)
+    darkbert::detail::xwt_gemm_row_blocks<darkbert::detail::avx2::Kernel>(p.x.data(), p.rows, p.in, p.w.data(), p.out,
+                                                                          p.y.data(), p.scratch, epilogue);
+  p.report(state);
+}
+BENCHMARK(BM_Linear_DarkbertAvx2RowBlocks)->Apply(shapes);
 #endif
 
 }  // namespace

@@ -3,7 +3,8 @@
 // not depend on the thread count; the epilogue sees every element exactly once. The AVX2 kernel
 // (core/detail/xwt_kernel_avx2.hpp) is also called directly, whatever path this process runs: ragged
 // shapes down to 1 row and K = 1, the same bits at any thread count and buffer address, and the AVX-512
-// kernel's bits.
+// kernel's bits. The driver with x's rows as the kernel's A (xwt_gemm_row_blocks) gives the W-major
+// driver's bits on either kernel, on ragged shapes and at any thread count.
 #include <doctest/doctest.h>
 
 #include <array>
@@ -111,6 +112,73 @@ TEST_CASE("xwt_gemm: the kernel is chosen where it was measured to win") {
   CHECK(darkbert::xwt_kernel_available<float>() == (darkbert::kernel_path() != KernelPath::blas));
   CHECK_FALSE(darkbert::xwt_kernel_available<double>());
 }
+
+TEST_CASE("xwt_gemm: x's rows as the kernel's A where they were measured to win") {
+  using darkbert::xwt_row_blocks_chosen;
+  // Training batches of the study and mini models (16-64 x 128 tokens) and their language-model heads.
+  for (Index rows : {512, 2048, 8192}) {
+    CHECK(xwt_row_blocks_chosen(rows, 128, 384));
+    CHECK(xwt_row_blocks_chosen(rows, 512, 128));
+    CHECK(xwt_row_blocks_chosen(rows, 1024, 256));
+    CHECK(xwt_row_blocks_chosen(rows, 128, 50257));
+  }
+  // BERT-base's layers, and every product of under 512 rows (inference on a few sequences).
+  for (auto [in, out] : {std::array<Index, 2>{768, 2304}, {768, 768}, {768, 3072}, {3072, 768}}) {
+    CHECK_FALSE(xwt_row_blocks_chosen(128, in, out));
+    CHECK_FALSE(xwt_row_blocks_chosen(1024, in, out));
+  }
+  CHECK_FALSE(xwt_row_blocks_chosen(511, 128, 128));
+}
+
+#if DARKBERT_HAS_AVX512_KERNEL || DARKBERT_HAS_AVX2_KERNEL
+namespace {
+// Both drivers of one kernel on the same product, with the epilogue "add o + 1" counting its visits.
+template <class Kernel, class WMajor>
+void check_row_blocks(WMajor w_major) {
+  for (auto [rows, in, out] : {std::array<Index, 3>{1, 1, 1}, {5, 7, 3}, {13, 33, 70}, {37, 130, 100}, {70, 16, 33},
+                               {600, 128, 200}, {530, 300, 45}})
+    for (int threads : {1, 2}) {
+      CAPTURE(rows);
+      CAPTURE(in);
+      CAPTURE(out);
+      CAPTURE(threads);
+      const auto x = random_values<float>(rows * in, 41 + rows), w = random_values<float>(out * in, 42 + out);
+      std::vector<float> by_rows(static_cast<std::size_t>(rows * out), -1.0f), by_w(by_rows.size(), -2.0f);
+      std::vector<int> visits(by_rows.size(), 0);
+      auto epilogue_on = [&](std::vector<float>& y, bool count) {
+        return [&y, &visits, out, count](float* part, Index first, Index n) {
+          const Index row = (part - first - y.data()) / out;
+          for (Index i = 0; i < n; ++i) {
+            part[i] += float(first + i + 1);
+            if (count) ++visits[static_cast<std::size_t>(row * out + first + i)];
+          }
+        };
+      };
+      const int before = darkbert::num_threads();
+      darkbert::set_num_threads(threads);
+      darkbert::XwtScratch scratch;
+      auto count = epilogue_on(by_rows, true);
+      darkbert::detail::xwt_gemm_row_blocks<Kernel>(x.data(), rows, in, w.data(), out, by_rows.data(), scratch, count);
+      auto plain = epilogue_on(by_w, false);
+      w_major(x.data(), rows, in, w.data(), out, by_w.data(), scratch, plain);
+      darkbert::set_num_threads(before);
+      CHECK(by_rows == by_w);  // bit for bit
+      for (int v : visits) REQUIRE(v == 1);
+    }
+}
+}  // namespace
+
+TEST_CASE("xwt_gemm: x's rows as A give W's rows' bits, on each kernel, every element visited once") {
+#if DARKBERT_HAS_AVX512_KERNEL
+  if (darkbert::cpu_has_avx512())
+    check_row_blocks<darkbert::detail::avx512::Kernel>([](auto&&... a) { darkbert::detail::xwt_gemm_avx512(a...); });
+#endif
+#if DARKBERT_HAS_AVX2_KERNEL
+  REQUIRE_MESSAGE(darkbert::cpu_has_avx2(), "this CPU has no AVX2 + FMA: the AVX2 kernel cannot be tested here");
+  check_row_blocks<darkbert::detail::avx2::Kernel>([](auto&&... a) { darkbert::detail::xwt_gemm_avx2(a...); });
+#endif
+}
+#endif
 
 TEST_CASE("xwt_gemm: the kernel and BLAS agree, and the result does not depend on the thread count") {
   const Index rows = 77, in = 96, out = 50;

@@ -59,7 +59,7 @@ void gemm(Transpose trans_a, Transpose trans_b, Index m, Index n, Index k, T alp
   }
   // Split the wider output dimension into blocks of whole 64-byte vectors.
   constexpr Index lanes = 64 / sizeof(T);
-  const bool split_columns = n >= m || n >= lanes * threads;
+  const bool split_columns = n >= m;
   const Index extent = split_columns ? n : m;
   const Index chunk = ((extent + threads - 1) / threads + lanes - 1) / lanes * lanes;
 #pragma omp parallel num_threads(threads)

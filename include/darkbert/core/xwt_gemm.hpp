@@ -12,7 +12,8 @@
 ///
 /// float runs darkbert's own register-tiled kernels: the AVX-512 one (core/detail/xwt_kernel_avx512.hpp,
 /// ≈93% of the FMA peak on BERT-sized layers) on the avx512 path, the AVX2 + FMA one
-/// (core/detail/xwt_kernel_avx2.hpp) on the avx2 path. Everything else — double, the blas path, and the
+/// (core/detail/xwt_kernel_avx2.hpp) on the avx2 path; W's rows are the kernel's A for few rows and large
+/// W (inference), x's rows for many rows and small W (training batches; xwt_row_blocks_chosen). Everything else — double, the blas path, and the
 /// shapes where OpenBLAS was measured to win (xwt_kernel_chosen) — goes to BLAS followed by one parallel
 /// epilogue pass. The kernels are compiled by target attributes and chosen at run time
 /// (core/kernel_dispatch.hpp), so the consumer's compiler flags do not matter.
@@ -78,6 +79,13 @@ inline bool xwt_kernel_chosen(Index rows, Index in, KernelPath path = kernel_pat
   // 32-row panel would be padding.
   return rows >= 16 && (in <= 1024 || rows <= 256 || !detail::blas_runs_avx512());
 }
+
+/// Whether a tile-kernel product of `rows` rows, depth `in` and `out` outputs runs with x's rows as the
+/// kernel's A (detail::xwt_gemm_row_blocks) rather than W's. Measured on a Zen 4 on both paths
+/// (benchmarks/bench_xwt_gemm.cpp, docs/performance.md): x's rows win by 1.1-1.8× on every training
+/// shape of the study and mini models (512 to 8192 rows, width 128-256) and on their language-model
+/// heads, and lose 10-25% on BERT-base's layers at 128 rows, where W is the large operand.
+inline bool xwt_row_blocks_chosen(Index rows, Index in, Index out) { return rows >= 512 && (in <= 256 || out <= 256); }
 
 namespace detail {
 
@@ -185,6 +193,56 @@ DARKBERT_AVX2_TARGET void xwt_gemm_avx2(const float* x, Index rows, Index in, co
 }
 #endif
 
+#if DARKBERT_HAS_AVX512_KERNEL || DARKBERT_HAS_AVX2_KERNEL
+/// y = x · Wᵀ the other way round, for many rows and a small W (a training batch): x's rows are the
+/// kernel's A, read in place, and W is packed once per call as panels of Kernel::columns outputs. Each
+/// thread owns a contiguous range of row blocks, so it never reads rows another core wrote, and a tile
+/// lands in y straight from the registers. Every element is the same sum over k in the same order as in
+/// xwt_gemm_avx512/avx2 (fma(x, w, acc) = fma(w, x, acc)), so the bits do not depend on the driver.
+/// Kernel: avx512::Kernel or avx2::Kernel.
+template <class Kernel, class Epilogue>
+void xwt_gemm_row_blocks(const float* x, Index rows, Index in, const float* w, Index out, float* y, XwtScratch& scratch,
+                         Epilogue& epilogue) {
+  constexpr Index tile_rows = Kernel::rows, tile_columns = Kernel::columns;
+  const Index panels = (out + tile_columns - 1) / tile_columns;
+  const Index panel_floats = tile_columns * in;
+  const Index row_blocks = (rows + tile_rows - 1) / tile_rows;
+  const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+  // W panels, then each thread's spare rows for a partial last row block.
+  float* packed = scratch.reserve(panels * panel_floats + threads * tile_rows * in);
+  // A chunk of the thread's rows (≈ 128 KB of x) meets W one pass of panels (≈ 128 KB) at a time: both
+  // stay in L2 (512 KB per core on Zen 3, the smallest here).
+  constexpr Index l2_share = (Index(128) << 10) / Index(sizeof(float));
+  const Index pass_panels = std::max<Index>(1, l2_share / panel_floats);
+  const Index chunk_blocks = std::max<Index>(1, l2_share / (tile_rows * in));
+#pragma omp parallel num_threads(threads)
+  {
+#pragma omp for schedule(static)
+    for (Index p = 0; p < panels; ++p)
+      Kernel::pack(w + p * tile_columns * in, in, std::min(tile_columns, out - p * tile_columns), in,
+                   packed + p * panel_floats);
+    // (implicit barrier: every panel is packed before any thread reads one)
+    const Index n = omp_get_num_threads(), id = omp_get_thread_num();
+    const Index first_block = row_blocks * id / n, end_block = row_blocks * (id + 1) / n;
+    float* spare = packed + panels * panel_floats + id * tile_rows * in;
+    for (Index chunk = first_block; chunk < end_block; chunk += chunk_blocks)
+      for (Index pass = 0; pass < panels; pass += pass_panels) {
+        const Index pass_end = std::min(panels, pass + pass_panels);
+        const Index col_begin = pass * tile_columns, col_end = std::min(out, pass_end * tile_columns);
+        for (Index block = chunk; block < std::min(end_block, chunk + chunk_blocks); ++block) {
+          const Index r0 = block * tile_rows, n_rows = std::min(tile_rows, rows - r0);
+          Index lda = 0;
+          const float* a = Kernel::readable_rows(x + r0 * in, in, n_rows, in, spare, lda);
+          for (Index p = pass; p < pass_end; ++p)
+            Kernel::tile(a, lda, packed + p * panel_floats, tile_columns, std::min(tile_columns, out - p * tile_columns),
+                         in, y + r0 * out + p * tile_columns, out, n_rows);
+          for (Index t = 0; t < n_rows; ++t) epilogue(y + (r0 + t) * out + col_begin, col_begin, col_end - col_begin);
+        }
+      }
+  }
+}
+#endif
+
 }  // namespace detail
 
 /// y = x · Wᵀ, then the epilogue on each finished block of y (see the top of this header).
@@ -201,13 +259,19 @@ void xwt_gemm(const T* x, Index rows, Index in, const T* w, Index out, T* y, Xwt
     const KernelPath path = kernel_path();
 #if DARKBERT_HAS_AVX512_KERNEL
     if (path == KernelPath::avx512 && xwt_kernel_chosen(rows, in, path)) {
-      detail::xwt_gemm_avx512(x, rows, in, w, out, y, scratch, epilogue);
+      if (xwt_row_blocks_chosen(rows, in, out))
+        detail::xwt_gemm_row_blocks<detail::avx512::Kernel>(x, rows, in, w, out, y, scratch, epilogue);
+      else
+        detail::xwt_gemm_avx512(x, rows, in, w, out, y, scratch, epilogue);
       return;
     }
 #endif
 #if DARKBERT_HAS_AVX2_KERNEL
     if (path == KernelPath::avx2 && xwt_kernel_chosen(rows, in, path)) {
-      detail::xwt_gemm_avx2(x, rows, in, w, out, y, scratch, epilogue);
+      if (xwt_row_blocks_chosen(rows, in, out))
+        detail::xwt_gemm_row_blocks<detail::avx2::Kernel>(x, rows, in, w, out, y, scratch, epilogue);
+      else
+        detail::xwt_gemm_avx2(x, rows, in, w, out, y, scratch, epilogue);
       return;
     }
 #endif

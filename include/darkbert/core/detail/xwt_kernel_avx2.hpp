@@ -132,4 +132,21 @@ DARKBERT_AVX2_TARGET inline void pack_panel(const float* x, Index ldx, Index tok
     for (Index t = 0; t < kTileColumns; ++t) panel[k * kTileColumns + t] = t < tokens ? x[t * ldx + k] : 0.0f;
 }
 
+// The kernel and its helpers under the names the drivers written once for both paths use
+// (xwt_gemm_row_blocks in core/xwt_gemm.hpp), as in xwt_kernel_avx512.hpp.
+struct Kernel {
+  static constexpr Index rows = kTileRows, columns = kTileColumns;
+  DARKBERT_AVX2_TARGET static void tile(const float* a, Index lda, const float* b, Index ldb, Index cols, Index K,
+                                          float* c, Index ldc, Index c_rows) {
+    tile_6x16(a, lda, b, ldb, cols, K, c, ldc, c_rows);
+  }
+  DARKBERT_AVX2_TARGET static void pack(const float* x, Index ldx, Index tokens, Index K, float* panel) {
+    pack_panel(x, ldx, tokens, K, panel);
+  }
+  DARKBERT_AVX2_TARGET static const float* readable_rows(const float* a, Index lda, Index n, Index K, float* spare,
+                                                           Index& ld) {
+    return tile_rows(a, lda, n, K, spare, ld);
+  }
+};
+
 }  // namespace darkbert::detail::avx2
