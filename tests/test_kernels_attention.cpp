@@ -1,7 +1,8 @@
 // Per-head attention products (kernels/attention.hpp) against a naive double reference, on shapes the
 // tile kernel handles only partly: lengths and head sizes that are not multiples of its 12 × 32 tile,
 // padding keys and the causal mask. Also: a map and its context have the same bits wherever the map lives
-// (the result's attentions or the lean forward's scratch), on every kernel path.
+// (the result's attentions or the lean forward's scratch), on every kernel path; a causal head's context
+// counts what a policy wrote above the diagonal.
 #include <doctest/doctest.h>
 
 #include <omp.h>
@@ -82,6 +83,39 @@ TEST_CASE("attention scores, softmax and context match a double reference on rag
         check_attention<float>(2, L, 3, d, causal, 2e-5);
         check_attention<double>(2, L, 3, d, causal, 1e-12);
       }
+}
+
+TEST_CASE("a causal head's context reads every nonzero of its map, also above the diagonal") {
+  // A causal softmax leaves the future exactly 0 and the tile kernel skips it; a masking policy or hook
+  // may write there, and then those entries count.
+  for (Index L : {5, 37, 70})
+    for (Index written : {Index(-1), Index(0), Index(2)}) {  // the row given one future entry (-1: none)
+      CAPTURE(L);
+      CAPTURE(written);
+      const Index d = 24;
+      const darkbert::kernels::AttentionShape s{1, L, 1, d, true};
+      std::mt19937_64 rng(static_cast<std::uint64_t>(L));
+      std::uniform_real_distribution<double> u(0.0, 1.0);
+      std::vector<float> qkv(static_cast<std::size_t>(L * 3 * d)), P(static_cast<std::size_t>(L * L), 0.0f);
+      for (auto& v : qkv) v = static_cast<float>(u(rng) - 0.5);
+      for (Index i = 0; i < L; ++i)
+        for (Index j = 0; j <= i; ++j) P[i * L + j] = static_cast<float>(u(rng));
+      if (written >= 0) P[written * L + L - 1] = 0.5f;
+      const Index reach = written >= 0 && written < L - 1 ? L - 1 - written : 0;
+      CHECK(darkbert::kernels::causal_reach(P.data(), L) == reach);
+      std::vector<float> ctx(static_cast<std::size_t>(L * d));
+      darkbert::kernels::AttentionScratch scratch;
+      scratch.prepare(s, darkbert::num_threads());
+      darkbert::kernels::attention_context_from(qkv.data(), P.data(), ctx.data(), s, 0, 0, scratch);
+      double worst = 0;
+      for (Index i = 0; i < L; ++i)
+        for (Index k = 0; k < d; ++k) {
+          double c = 0;
+          for (Index j = 0; j < L; ++j) c += double(P[i * L + j]) * double(qkv[j * 3 * d + 2 * d + k]);
+          worst = std::max(worst, std::abs(double(ctx[i * d + k]) - c));
+        }
+      CHECK(worst < 1e-5);
+    }
 }
 
 namespace {

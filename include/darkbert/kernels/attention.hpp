@@ -104,9 +104,9 @@ using MutableStridedMatrix = Eigen::Map<Matrix<T>, 0, Eigen::OuterStride<>>;
 
 #if DARKBERT_HAS_AVX512_KERNEL
 /// S [L, L] (row stride L) = Q Kᵀ for one head on the tile kernel: Q's rows against K packed as 32-key
-/// panels. q, k: the head's first element in qkv, row stride ld; `work` is this thread's scratch slice.
+/// panels; a causal head skips the panels wholly in its queries' future. q, k: the head's first element in qkv, row stride ld; `work` is this thread's scratch slice.
 DARKBERT_AVX512_TARGET inline void scores_by_tile(const float* q, const float* k, float* S, Index L, Index d, Index ld,
-                                                  float* work, Index panel_floats) {
+                                                  float* work, Index panel_floats, bool causal) {
   using namespace darkbert::detail::avx512;
   float* panels = work;
   float* spare = work + panel_floats;
@@ -116,22 +116,27 @@ DARKBERT_AVX512_TARGET inline void scores_by_tile(const float* q, const float* k
     const Index rows = std::min(kTileRows, L - q0);
     Index lda = 0;
     const float* a = tile_rows(q + q0 * ld, ld, rows, d, spare, lda);
-    for (Index p = 0; p * kTileColumns < L; ++p)
+    // A causal block's queries see keys [0, q0 + rows): later panels are masked to -inf by the caller.
+    const Index keys = causal ? std::min(L, q0 + rows) : L;
+    for (Index p = 0; p * kTileColumns < keys; ++p)
       tile_12x32(a, lda, panels + p * kTileColumns * d, kTileColumns, std::min(kTileColumns, L - p * kTileColumns), d,
                  S + q0 * L + p * kTileColumns, L, rows);
   }
 }
 
-/// c [L, d] (row stride H) = P [L, L] · V [L, d] (row stride 3H, read in place) on the tile kernel.
+/// c [L, d] (row stride H) = P [L, L] · V [L, d] (row stride 3H, read in place) on the tile kernel. Row i
+/// of P is read up to column i + future (causal_reach; L for a bidirectional map): dropping exact zeros
+/// from the end of a sum leaves it unchanged.
 DARKBERT_AVX512_TARGET inline void context_by_tile(const float* P, const float* v, float* c, Index L, Index d, Index H,
-                                                   float* spare) {
+                                                   float* spare, Index future) {
   using namespace darkbert::detail::avx512;
   for (Index q0 = 0; q0 < L; q0 += kTileRows) {
     const Index rows = std::min(kTileRows, L - q0);
     Index lda = 0;
     const float* a = tile_rows(P + q0 * L, L, rows, L, spare, lda);
+    const Index keys = std::min(L, q0 + rows + future);  // the rest of the block's rows is exactly 0
     for (Index j0 = 0; j0 < d; j0 += kTileColumns)
-      tile_12x32(a, lda, v + j0, 3 * H, std::min(kTileColumns, d - j0), L, c + q0 * H + j0, H, rows);
+      tile_12x32(a, lda, v + j0, 3 * H, std::min(kTileColumns, d - j0), keys, c + q0 * H + j0, H, rows);
   }
 }
 #endif
@@ -139,7 +144,7 @@ DARKBERT_AVX512_TARGET inline void context_by_tile(const float* P, const float* 
 #if DARKBERT_HAS_AVX2_KERNEL
 /// scores_by_tile on the AVX2 kernel: Q's rows against K packed as 16-key panels.
 DARKBERT_AVX2_TARGET inline void scores_by_tile_avx2(const float* q, const float* k, float* S, Index L, Index d,
-                                                     Index ld, float* work, Index panel_floats) {
+                                                     Index ld, float* work, Index panel_floats, bool causal) {
   using namespace darkbert::detail::avx2;
   float* panels = work;
   float* spare = work + panel_floats;
@@ -149,7 +154,9 @@ DARKBERT_AVX2_TARGET inline void scores_by_tile_avx2(const float* q, const float
     const Index rows = std::min(kTileRows, L - q0);
     Index lda = 0;
     const float* a = tile_rows(q + q0 * ld, ld, rows, d, spare, lda);
-    for (Index p = 0; p * kTileColumns < L; ++p)
+    // A causal block's queries see keys [0, q0 + rows): later panels are masked to -inf by the caller.
+    const Index keys = causal ? std::min(L, q0 + rows) : L;
+    for (Index p = 0; p * kTileColumns < keys; ++p)
       tile_6x16(a, lda, panels + p * kTileColumns * d, kTileColumns, std::min(kTileColumns, L - p * kTileColumns), d,
                 S + q0 * L + p * kTileColumns, L, rows);
   }
@@ -157,14 +164,15 @@ DARKBERT_AVX2_TARGET inline void scores_by_tile_avx2(const float* q, const float
 
 /// context_by_tile on the AVX2 kernel: P's rows against V's rows read in place.
 DARKBERT_AVX2_TARGET inline void context_by_tile_avx2(const float* P, const float* v, float* c, Index L, Index d,
-                                                      Index H, float* spare) {
+                                                      Index H, float* spare, Index future) {
   using namespace darkbert::detail::avx2;
   for (Index q0 = 0; q0 < L; q0 += kTileRows) {
     const Index rows = std::min(kTileRows, L - q0);
     Index lda = 0;
     const float* a = tile_rows(P + q0 * L, L, rows, L, spare, lda);
+    const Index keys = std::min(L, q0 + rows + future);  // the rest of the block's rows is exactly 0
     for (Index j0 = 0; j0 < d; j0 += kTileColumns)
-      tile_6x16(a, lda, v + j0, 3 * H, std::min(kTileColumns, d - j0), L, c + q0 * H + j0, H, rows);
+      tile_6x16(a, lda, v + j0, 3 * H, std::min(kTileColumns, d - j0), keys, c + q0 * H + j0, H, rows);
   }
 }
 #endif
@@ -189,11 +197,11 @@ void attention_scores(const T* qkv, const int* key_mask, T* scores, const Attent
     if constexpr (std::is_same_v<T, float>) {
 #if DARKBERT_HAS_AVX512_KERNEL
       if (kernel_path() == KernelPath::avx512)
-        detail::scores_by_tile(q, k, S, L, d, ld, scratch.for_thread(), scratch.panel_floats);
+        detail::scores_by_tile(q, k, S, L, d, ld, scratch.for_thread(), scratch.panel_floats, s.causal);
 #endif
 #if DARKBERT_HAS_AVX2_KERNEL
       if (kernel_path() == KernelPath::avx2)
-        detail::scores_by_tile_avx2(q, k, S, L, d, ld, scratch.for_thread(), scratch.panel_floats);
+        detail::scores_by_tile_avx2(q, k, S, L, d, ld, scratch.for_thread(), scratch.panel_floats, s.causal);
 #endif
     }
   } else {
@@ -374,27 +382,45 @@ void attention_softmax(T* scores, const AttentionShape& s, Index b, Index h) {
   }
 }
 
+/// How far past the diagonal the nonzero entries of an [L, L] map reach: 0 when every entry above the
+/// diagonal is exactly 0, as after a causal softmax; L - 1 at most.
+template <class T>
+Index causal_reach(const T* P, Index L) {
+  Index reach = 0;
+  for (Index i = 0; i + reach + 1 < L; ++i)
+    for (Index j = L - 1; j > i + reach; --j)
+      if (P[i * L + j] != T(0)) {
+        reach = j - i;
+        break;
+      }
+  return reach;
+}
+
 /// ctx[b rows, head h columns] = P · V_bh for an [L, L] map P of (b, h): its pattern, or a dropped-out
 /// copy of it during training.
 template <class T>
 void attention_context_from(const T* qkv, const T* P, T* ctx, const AttentionShape& s, Index b, Index h,
                             AttentionScratch& scratch) {
   const Index L = s.length, d = s.head_dim, H = s.hidden();
+  // A causal row's future keys are exactly 0 after the softmax; a masking policy or hook may have
+  // written some, so the product skips only the columns that are 0 in every row.
+  const Index future = s.causal ? causal_reach(P, L) : L;
   const T* v = qkv + b * L * 3 * H + 2 * H + h * d;
   T* c = ctx + b * L * H + h * d;
   if (detail::attention_on_tile<T>()) {
     if constexpr (std::is_same_v<T, float>) {
 #if DARKBERT_HAS_AVX512_KERNEL
       if (kernel_path() == KernelPath::avx512)
-        detail::context_by_tile(P, v, c, L, d, H, scratch.for_thread() + scratch.panel_floats);
+        detail::context_by_tile(P, v, c, L, d, H, scratch.for_thread() + scratch.panel_floats, future);
 #endif
 #if DARKBERT_HAS_AVX2_KERNEL
       if (kernel_path() == KernelPath::avx2)
-        detail::context_by_tile_avx2(P, v, c, L, d, H, scratch.for_thread() + scratch.panel_floats);
+        detail::context_by_tile_avx2(P, v, c, L, d, H, scratch.for_thread() + scratch.panel_floats, future);
 #endif
     }
   } else {
-    (void)scratch;  // only the tile kernel needs it
+    (void)scratch;  // only the tile kernel needs them
+    (void)future;
     // c [L, d] (row stride H) = P [L, L] · V [L, d] (row stride 3H, read in place)
     darkbert::detail::single_threaded_blas();
     darkbert::detail::blas_gemm<T>(Transpose::no, Transpose::no, L, d, L, T(1), P, L, v, 3 * H, T(0), c, H);
