@@ -57,7 +57,9 @@ void gemm(Transpose trans_a, Transpose trans_b, Index m, Index n, Index k, T alp
     detail::blas_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     return;
   }
-  // Split the wider output dimension into blocks of whole 64-byte vectors.
+  // Split the wider output dimension into blocks of whole 64-byte vectors. Each thread's call packs the
+  // operand the threads share (A when columns are split, B when rows are), so splitting the wider
+  // dimension re-packs the smaller operand (docs/performance.md, "Training batches").
   constexpr Index lanes = 64 / sizeof(T);
   const bool split_columns = n >= m;
   const Index extent = split_columns ? n : m;
