@@ -13,9 +13,9 @@
 /// float runs darkbert's own register-tiled kernels: the AVX-512 one (core/detail/xwt_kernel_avx512.hpp,
 /// ≈93% of the FMA peak on BERT-sized layers) on the avx512 path, the AVX2 + FMA one
 /// (core/detail/xwt_kernel_avx2.hpp) on the avx2 path; W's rows are the kernel's A for few rows and large
-/// W (inference), x's rows for many rows and small W (training batches; xwt_row_blocks_chosen). Everything else — double, the blas path, and the
-/// shapes where OpenBLAS was measured to win (xwt_kernel_chosen) — goes to BLAS followed by one parallel
-/// epilogue pass. The kernels are compiled by target attributes and chosen at run time
+/// W (inference), x's rows for many rows and small W (training batches; xwt_row_blocks_chosen).
+/// Everything else — double, the blas path, and the shapes where OpenBLAS was measured to win
+/// (xwt_kernel_chosen) — goes to BLAS followed by one parallel epilogue pass. The kernels are compiled by target attributes and chosen at run time
 /// (core/kernel_dispatch.hpp), so the consumer's compiler flags do not matter.
 
 #include <omp.h>  // omp_in_parallel, omp_get_max_threads, omp_get_thread_num, omp_get_num_threads

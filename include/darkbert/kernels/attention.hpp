@@ -104,7 +104,8 @@ using MutableStridedMatrix = Eigen::Map<Matrix<T>, 0, Eigen::OuterStride<>>;
 
 #if DARKBERT_HAS_AVX512_KERNEL
 /// S [L, L] (row stride L) = Q Kᵀ for one head on the tile kernel: Q's rows against K packed as 32-key
-/// panels; a causal head skips the panels wholly in its queries' future. q, k: the head's first element in qkv, row stride ld; `work` is this thread's scratch slice.
+/// panels; a causal head skips the panels wholly in its queries' future. q, k: the head's first element in
+/// qkv, row stride ld; `work` is this thread's scratch slice.
 DARKBERT_AVX512_TARGET inline void scores_by_tile(const float* q, const float* k, float* S, Index L, Index d, Index ld,
                                                   float* work, Index panel_floats, bool causal) {
   using namespace darkbert::detail::avx512;
