@@ -403,13 +403,13 @@ template <class T>
 void attention_context_from(const T* qkv, const T* P, T* ctx, const AttentionShape& s, Index b, Index h,
                             AttentionScratch& scratch) {
   const Index L = s.length, d = s.head_dim, H = s.hidden();
-  // A causal row's future keys are exactly 0 after the softmax; a masking policy or hook may have
-  // written some, so the product skips only the columns that are 0 in every row.
-  const Index future = s.causal ? causal_reach(P, L) : L;
   const T* v = qkv + b * L * 3 * H + 2 * H + h * d;
   T* c = ctx + b * L * H + h * d;
   if (detail::attention_on_tile<T>()) {
     if constexpr (std::is_same_v<T, float>) {
+      // A causal row's future keys are exactly 0 after the softmax; a masking policy or hook may have
+      // written some, so the product skips only the columns that are 0 in every row.
+      [[maybe_unused]] const Index future = s.causal ? causal_reach(P, L) : L;
 #if DARKBERT_HAS_AVX512_KERNEL
       if (kernel_path() == KernelPath::avx512)
         detail::context_by_tile(P, v, c, L, d, H, scratch.for_thread() + scratch.panel_floats, future);
@@ -420,8 +420,7 @@ void attention_context_from(const T* qkv, const T* P, T* ctx, const AttentionSha
 #endif
     }
   } else {
-    (void)scratch;  // only the tile kernel needs them
-    (void)future;
+    (void)scratch;  // only the tile kernel needs it
     // c [L, d] (row stride H) = P [L, L] · V [L, d] (row stride 3H, read in place)
     darkbert::detail::single_threaded_blas();
     darkbert::detail::blas_gemm<T>(Transpose::no, Transpose::no, L, d, L, T(1), P, L, v, 3 * H, T(0), c, H);
