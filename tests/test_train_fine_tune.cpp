@@ -110,6 +110,23 @@ TEST_CASE("fine_tune learns a task that needs attention to one token") {
         }).find("outputs") != std::string::npos);
 }
 
+TEST_CASE("fine_tune with length-grouped batches learns the task in the same number of steps, reproducibly") {
+  const auto c = classifier_config();
+  const auto train = synthetic_texts(500, 1), dev = synthetic_texts(200, 2);
+  auto run = [&] {
+    auto model = darkbert::Transformer<float>::random(c, darkbert::TaskHeads::for_architecture(c), 11);
+    const auto history = darkbert::fine_tune(model, train, 0, {.epochs = 4, .batch_size = 16, .learning_rate = 3e-3,
+                                                               .seed = 5, .group_by_length = true, .show_progress = false});
+    CHECK(history.steps == 4 * 32);  // ceil(500 / 16) per epoch, as with random batches
+    return model;
+  };
+  const auto model = run();
+  const auto after = darkbert::accuracy_metric(darkbert::predict(model, dev, 0), dev.labels);
+  INFO("accuracy after " << after);
+  CHECK(after > 0.95);
+  CHECK(run().params().task_heads.classifier->out.weight == model.params().task_heads.classifier->out.weight);
+}
+
 TEST_CASE("a frozen encoder stays bit-identical while the heads learn") {
   const auto c = classifier_config();
   auto model = darkbert::Transformer<float>::random(c, darkbert::TaskHeads::for_architecture(c), 11);

@@ -135,6 +135,9 @@ struct FineTuneRecipe {
   /// fine-tuning: BERT's 0.1, whatever the checkpoint's config says (the study model pretrains without
   /// dropout, and its config.json says so). Negative: the checkpoint's own probabilities.
   double dropout = 0.1;
+  /// Batches of examples of like length (train/length_grouped_batches.hpp), not of random ones: the same
+  /// examples and steps per epoch at a third to a half of the padded tokens.
+  bool group_by_length = true;
 };
 
 /// The config of `checkpoint_config` as a sequence classifier for `task`: the family's Hugging Face
@@ -291,7 +294,8 @@ FineTuneRun fine_tune_and_score(const Transformer<T>& checkpoint, const Tokenize
   if (spec.train) {
     const FineTuneOptions o{.epochs = recipe.epochs, .batch_size = recipe.batch_size,
                             .learning_rate = recipe.learning_rate, .train_encoder = spec.train_encoder,
-                            .seed = seed, .show_progress = options.show_progress};
+                            .seed = seed, .group_by_length = recipe.group_by_length,
+                            .show_progress = options.show_progress};
     const auto history = fine_tune(model, data.train, pad, o, evaluate);
     run.train_loss = history.epoch_loss;
     run.steps = history.steps;
@@ -437,7 +441,8 @@ inline std::vector<FineTuneRow> read_fine_tune_runs(const std::filesystem::path&
 inline nlohmann::json table_recipe(const std::filesystem::path& model, const FineTuneRecipe& r) {
   return {{"model", std::filesystem::absolute(model).lexically_normal().string()}, {"epochs", r.epochs},
           {"learning_rate", r.learning_rate}, {"batch", r.batch_size}, {"max_train", r.max_train},
-          {"max_eval", r.max_eval}, {"max_length", r.max_length}, {"dropout", r.dropout}};
+          {"max_eval", r.max_eval}, {"max_length", r.max_length}, {"dropout", r.dropout},
+          {"group_by_length", r.group_by_length}};
 }
 
 /// One (task, metric, setting) cell of Table 1.
@@ -571,7 +576,8 @@ struct FineTuneTable {
     return "Dev scores in %, mean ± sd over " + std::to_string(seeds.size()) + " seed(s); epochs: " +
            number("epochs") + ", batch " + number("batch") + ", peak learning rate " + number("learning_rate") +
            (recipe.contains("dropout") && recipe["dropout"].get<double>() >= 0 ? ", dropout " + number("dropout") : "") +
-           ", at most " + number("max_length") + " tokens; training examples: " +
+           ", at most " + number("max_length") + " tokens" +
+           (recipe.value("group_by_length", false) ? ", batches grouped by length" : "") + "; training examples: " +
            cap("max_train", "all", "the first ") + " per task; evaluation examples: " +
            cap("max_eval", "all", "the first ") + ".";
   }
