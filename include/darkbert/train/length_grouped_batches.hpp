@@ -13,7 +13,7 @@
 /// `group_by_length`: shuffle every example from the seed, cut the order into groups of `group_batches`
 /// batches, sort each group by length (longest first, ties in shuffled order), cut it into batches, then
 /// shuffle the batches. Each example is still seen once per epoch in a seeded random batch; only batch-mates
-/// are chosen by length within a group of 1,600 random examples. Only the last group can leave a short
+/// are chosen by length within a group of random examples (1,600 with the defaults). Only the last group can leave a short
 /// batch, so an epoch has ceil(n / batch_size) steps, as with plain shuffling.
 
 #include <algorithm>  // std::stable_sort, std::min
