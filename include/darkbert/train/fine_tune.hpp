@@ -88,12 +88,7 @@ inline std::vector<std::vector<std::size_t>> epoch_batches(const LabelledTexts& 
     for (std::size_t i = 0; i < train.size(); ++i) lengths[i] = train.encodings[i].size();
     return length_grouped_batches(lengths, o.batch_size, seed);
   }
-  const auto order = seeded_permutation(train.size(), seed);
-  std::vector<std::vector<std::size_t>> batches;
-  for (std::size_t first = 0; first < order.size(); first += o.batch_size)
-    batches.emplace_back(order.begin() + static_cast<std::ptrdiff_t>(first),
-                         order.begin() + static_cast<std::ptrdiff_t>(std::min(order.size(), first + o.batch_size)));
-  return batches;
+  return consecutive_batches(seeded_permutation(train.size(), seed), o.batch_size);
 }
 }  // namespace detail
 

@@ -13,8 +13,8 @@
 /// `group_by_length`: shuffle every example from the seed, cut the order into groups of `group_batches`
 /// batches, sort each group by length (longest first, ties in shuffled order), cut it into batches, then
 /// shuffle the batches. Each example is still seen once per epoch in a seeded random batch; only batch-mates
-/// are chosen by length within a group of random examples (1,600 with the defaults). Only the last group can leave a short
-/// batch, so an epoch has ceil(n / batch_size) steps, as with plain shuffling.
+/// are chosen by length within a group of random examples (1,600 with the defaults). Only the last group
+/// can leave a short batch, so an epoch has ceil(n / batch_size) steps, as with plain shuffling.
 
 #include <algorithm>  // std::stable_sort, std::min
 #include <cstddef>    // std::size_t
@@ -28,6 +28,18 @@
 
 namespace darkbert {
 
+/// `order` cut into consecutive batches of batch_size indices (the last one shorter if need be).
+inline std::vector<std::vector<std::size_t>> consecutive_batches(std::span<const std::size_t> order,
+                                                                 std::size_t batch_size) {
+  require(batch_size > 0, "consecutive_batches: batch size must be positive");
+  std::vector<std::vector<std::size_t>> batches;
+  batches.reserve((order.size() + batch_size - 1) / batch_size);
+  for (std::size_t first = 0; first < order.size(); first += batch_size)
+    batches.emplace_back(order.begin() + static_cast<std::ptrdiff_t>(first),
+                         order.begin() + static_cast<std::ptrdiff_t>(std::min(order.size(), first + batch_size)));
+  return batches;
+}
+
 /// The batches of one epoch over examples of the given `lengths` (indices into them), grouped by length as
 /// described above; `seed` decides everything (pass a different one each epoch).
 inline std::vector<std::vector<std::size_t>> length_grouped_batches(std::span<const std::size_t> lengths,
@@ -38,14 +50,10 @@ inline std::vector<std::vector<std::size_t>> length_grouped_batches(std::span<co
   const std::size_t group = batch_size * group_batches;
   std::vector<std::vector<std::size_t>> batches;
   batches.reserve((lengths.size() + batch_size - 1) / batch_size);
-  for (std::size_t first = 0; first < order.size(); first += group) {
-    std::vector<std::size_t> members(order.begin() + static_cast<std::ptrdiff_t>(first),
-                                     order.begin() + static_cast<std::ptrdiff_t>(std::min(order.size(), first + group)));
+  for (auto& members : consecutive_batches(order, group)) {
     std::stable_sort(members.begin(), members.end(),
                      [&](std::size_t a, std::size_t b) { return lengths[a] > lengths[b]; });
-    for (std::size_t b = 0; b < members.size(); b += batch_size)
-      batches.emplace_back(members.begin() + static_cast<std::ptrdiff_t>(b),
-                           members.begin() + static_cast<std::ptrdiff_t>(std::min(members.size(), b + batch_size)));
+    for (auto& batch : consecutive_batches(members, batch_size)) batches.push_back(std::move(batch));
   }
   // The batch order from its own stream: the golden-ratio increment keeps it apart from the example order's.
   const std::vector<std::size_t> batch_order = seeded_permutation(batches.size(), seed + 0x9E3779B97F4A7C15ULL);
