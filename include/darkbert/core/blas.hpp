@@ -34,11 +34,21 @@ void blas_gemm(Transpose trans_a, Transpose trans_b, Index m, Index n, Index k, 
   const auto ta = trans_a == Transpose::yes ? CblasTrans : CblasNoTrans;
   const auto tb = trans_b == Transpose::yes ? CblasTrans : CblasNoTrans;
   const auto i = [](Index v) { return static_cast<int>(v); };
+  // Row-major C = op(A)·op(B) is column-major Cᵀ = op(B)ᵀ·op(A)ᵀ on the same buffers. OpenBLAS makes that
+  // swap itself, but its row-major entry first hands small NN products (M·N·K < 28·512², β = 0, α = 1) to
+  // a direct AVX-512 kernel that sums in another order than the packed one; asked column-major it never
+  // does, so only the small-matrix limit below decides the path.
   if constexpr (std::is_same_v<T, float>)
-    cblas_sgemm(CblasRowMajor, ta, tb, i(m), i(n), i(k), alpha, a, i(lda), b, i(ldb), beta, c, i(ldc));
+    cblas_sgemm(CblasColMajor, tb, ta, i(n), i(m), i(k), alpha, b, i(ldb), a, i(lda), beta, c, i(ldc));
   else
-    cblas_dgemm(CblasRowMajor, ta, tb, i(m), i(n), i(k), alpha, a, i(lda), b, i(ldb), beta, c, i(ldc));
+    cblas_dgemm(CblasColMajor, tb, ta, i(n), i(m), i(k), alpha, b, i(ldb), a, i(lda), beta, c, i(ldc));
 }
+
+/// OpenBLAS computes a product with M·N·K at most 100³ in a small-matrix kernel (AVX-512 cores, float and
+/// double) whose sums over K are not cut into blocks as the packed kernel's are: an element's bits depend
+/// on the path. Above the limit the packed path's bits depend only on K, not on how many rows or columns
+/// one call covers (tests/test_core_blas.cpp).
+inline constexpr double blas_small_matrix_limit = 100.0 * 100.0 * 100.0;
 
 }  // namespace detail
 
@@ -52,11 +62,6 @@ void gemm(Transpose trans_a, Transpose trans_b, Index m, Index n, Index k, T alp
     fail("gemm: dimension beyond the 32-bit BLAS interface (", m, " x ", n, " x ", k, ")");
   detail::single_threaded_blas();
   const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
-  constexpr double min_parallel_flops = 2e6;  // below this a second thread costs more than it saves
-  if (threads == 1 || 2.0 * double(m) * double(n) * double(k) < min_parallel_flops) {
-    detail::blas_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-    return;
-  }
   // Split the wider output dimension into blocks of whole 64-byte vectors. Each thread's call packs the
   // operand the threads share (A when columns are split, B when rows are), so splitting the wider
   // dimension re-packs the smaller operand (docs/performance.md, "Training batches").
@@ -64,6 +69,15 @@ void gemm(Transpose trans_a, Transpose trans_b, Index m, Index n, Index k, T alp
   const bool split_columns = n >= m;
   const Index extent = split_columns ? n : m;
   const Index chunk = ((extent + threads - 1) / threads + lanes - 1) / lanes * lanes;
+  // Split only when every block, the last and smallest too, stays above OpenBLAS's small-matrix limit:
+  // then each element is the packed path's sum, as in one call, whatever the thread count. Otherwise one
+  // call for any count; a block that small would gain little from a second thread anyway.
+  const Index last = extent - (extent - 1) / chunk * chunk;
+  const double smallest_block = double(m) * double(n) * double(k) / double(extent) * double(last);
+  if (threads == 1 || extent <= chunk || smallest_block <= detail::blas_small_matrix_limit) {
+    detail::blas_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
 #pragma omp parallel num_threads(threads)
   {
     const Index begin = std::min(extent, chunk * omp_get_thread_num());
