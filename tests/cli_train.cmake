@@ -88,7 +88,8 @@ endforeach()
 
 # 3. Fine-tune on a slice of SST-2.
 if(NOT SANITIZED)
-  run("finetune" finetune --model "${OUT}/straight" --task SST-2 --max-train 2000 --max-eval 400 --epochs 4 --lr 1e-3
+  # 8 epochs: this 300-step model at 4 epochs ended at the majority class for 5 of 6 seeds × batch orders.
+  run("finetune" finetune --model "${OUT}/straight" --task SST-2 --max-train 2000 --max-eval 400 --epochs 8 --lr 1e-3
       --out "${OUT}/sst2" --quiet)
   file(READ "${OUT}/sst2/metrics.json" metrics)
   string(JSON accuracy GET "${metrics}" scores accuracy)

@@ -1,11 +1,13 @@
 // Fine-tuning on a synthetic task a tiny model must learn (the label is whether token 5 or token 6 occurs),
 // turning a pretraining model into a classifier with with_task_heads, and the frozen-encoder baseline.
 #include <doctest/doctest.h>
+#include <omp.h>  // omp_get_max_threads, omp_set_num_threads
 
 #include <cstring>  // std::memcmp
 #include <random>   // std::mt19937_64
 #include <vector>   // std::vector
 
+#include "darkbert/model/parameter_names.hpp"
 #include "darkbert/train/fine_tune.hpp"
 #include "test_support.hpp"
 
@@ -125,6 +127,38 @@ TEST_CASE("fine_tune with length-grouped batches learns the task in the same num
   INFO("accuracy after " << after);
   CHECK(after > 0.95);
   CHECK(run().params().task_heads.classifier->out.weight == model.params().task_heads.classifier->out.weight);
+}
+
+TEST_CASE("fine_tune gives the same bits at one and two threads, grouped batches of short sentences too") {
+  // The `--quick` study model's shape (2 x 64, 4 heads) and batches of 32 sentences of 6-16 tokens: products
+  // such as the 64 x 64 weight gradients over 200-500 rows, which once split across two threads into blocks
+  // that OpenBLAS summed in another order than the whole product (core/blas.hpp).
+  auto c = darkbert::ModelConfig::bert_shape(2, 64, 4, 256, 30, 32);
+  c.architecture = "BertForSequenceClassification";
+  c.labels = {"no", "yes"};
+  darkbert::LabelledTexts train = synthetic_texts(256, 7);
+  for (std::size_t i = 0; i < train.size(); ++i) {  // stretch some sentences to up to 16 tokens
+    auto& e = train.encodings[i];
+    for (std::size_t extra = i % 6; extra > 0; --extra) e.ids.insert(e.ids.begin() + 1, 8);
+    e.attention_mask.assign(e.ids.size(), 1);
+    e.token_type_ids.assign(e.ids.size(), 0);
+  }
+  const int saved = omp_get_max_threads();
+  for (const bool grouped : {false, true}) {
+    CAPTURE(grouped);
+    std::vector<float> weights[2];
+    for (const int threads : {1, 2}) {
+      omp_set_num_threads(threads);
+      auto model = darkbert::Transformer<float>::random(c, darkbert::TaskHeads::for_architecture(c), 3);
+      darkbert::fine_tune(model, train, 0, {.epochs = 2, .batch_size = 32, .learning_rate = 1e-3, .seed = 2,
+                                            .group_by_length = grouped, .show_progress = false});
+      for (auto& slot : darkbert::parameter_slots(model.params(), c))
+        weights[threads - 1].insert(weights[threads - 1].end(), slot.data, slot.data + slot.elements());
+    }
+    REQUIRE(weights[0].size() == weights[1].size());
+    CHECK(std::memcmp(weights[0].data(), weights[1].data(), weights[0].size() * sizeof(float)) == 0);
+  }
+  omp_set_num_threads(saved);
 }
 
 TEST_CASE("a frozen encoder stays bit-identical while the heads learn") {

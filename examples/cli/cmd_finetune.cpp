@@ -1,6 +1,6 @@
 // darkbert finetune --model DIR --task TASK --out DIR [--init pretrained|random] [--freeze-encoder] [--seed N]
 //                   [--epochs 3] [--lr 2e-5] [--batch 32] [--max-train N] [--max-eval N] [--max-length 128]
-//                   [--group-by-length] [--tokenizer DIR] [--quiet]
+//                   [--random-batches] [--tokenizer DIR] [--quiet]
 //
 // Fine-tunes a checkpoint on a GLUE task from the data root and scores it on the task's evaluation split
 // after every epoch. The three settings of the paper's Table 1:

@@ -18,7 +18,7 @@ namespace darkbert::cli {
 struct FinetuneOptions {
   std::filesystem::path model, tokenizer, out;
   std::string task, init = "pretrained";
-  bool freeze_encoder = false, quiet = false, group_by_length = false;
+  bool freeze_encoder = false, quiet = false, random_batches = false;
   std::uint64_t seed = 1;
   int epochs = 3;
   double lr = 2e-5;
@@ -26,7 +26,7 @@ struct FinetuneOptions {
 
   study::FineTuneRecipe recipe() const {
     return {.epochs = epochs, .batch_size = batch, .learning_rate = lr, .max_train = max_train, .max_eval = max_eval,
-            .max_length = max_length, .group_by_length = group_by_length};
+            .max_length = max_length, .group_by_length = !random_batches};
   }
   std::filesystem::path tokenizer_dir() const { return tokenizer.empty() ? model : tokenizer; }
 };
@@ -40,8 +40,8 @@ inline void add_fine_tuning_recipe_options(CLI::App* cmd, FinetuneOptions& o) {
   cmd->add_option("--max-train", o.max_train, "Train on the first N examples (0 = all)")->capture_default_str();
   cmd->add_option("--max-eval", o.max_eval, "Evaluate on the first N examples (0 = all)")->capture_default_str();
   cmd->add_option("--max-length", o.max_length, "Truncate inputs to this many tokens")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_flag("--group-by-length", o.group_by_length,
-                "Batches of examples of like length (less padding) instead of run_classifier's random batches");
+  cmd->add_flag("--random-batches", o.random_batches,
+                "Batches of randomly drawn examples, as run_classifier's (default: grouped by length, less padding)");
   cmd->add_flag("--quiet", o.quiet, "No progress bar");
 }
 

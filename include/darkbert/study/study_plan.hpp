@@ -240,6 +240,7 @@ inline StudyPlan plan_study(const DataRoot& root, const ReproduceOptions& o) {
                      {"tasks", task_names},
                      {"seeds", run.seeds},
                      {"learning_rate", run.learning_rate},
+                     {"fine_tuning_batches", "grouped by length"},
                      {"sizes", {{"max_train", s.max_train}, {"eval_examples", s.eval_examples},
                                 {"analysis_examples", s.analysis_examples}, {"framenet_sentences", s.framenet_sentences},
                                 {"ud_sentences", s.ud_sentences}, {"epochs", s.epochs},

@@ -9,10 +9,12 @@
 /// model's size (layers x hidden^2 against the default study model's 6 x 128^2, the size the constants
 /// were measured on). The constants are fitted to
 /// the unit.json `seconds` of a full study of the default model (5 tasks x 3 seeds, 2,000 training and 500
-/// scored examples per task) on an idle two-core AMD EPYC: e.g. an MRPC fine-tuning run (231 characters a
-/// pair) 22 s, SST-2 (53 characters) 11 s; an untrained evaluation 0.5 s; §3.6 on MRPC 10-25 s. The
-/// loading costs are per example so that tiny runs (`--quick`: tens of examples, units of 0.03-0.4 s) are
-/// not priced as full ones.
+/// scored examples per task) on an idle two-core AMD EPYC (Zen 5): e.g. an untrained evaluation 0.5 s;
+/// §3.6 on MRPC 10-25 s. Fine-tuning batches examples of like length, so a training example costs little
+/// more than its own characters: that constant is fitted to the 48-head GPT-2's Table 1 on a Zen 4 (MRPC,
+/// 227 characters a pair, 40 s of training; SST-2, 57 characters, 12 s) and brought to the Zen 5 by the
+/// 1.8 times that CPU measured faster on the same study. The loading costs are per example so that tiny
+/// runs (`--quick`: tens of examples, units of 0.03-0.4 s) are not priced as full ones.
 ///
 /// @code
 /// darkbert::study::UnitCosts c{.layers = 12, .hidden = 768};
@@ -36,8 +38,9 @@ struct UnitCosts {
 
   /// Per token-ish work against the default study model (6 x 128).
   double size() const { return layers * hidden * hidden / (6.0 * 128.0 * 128.0); }
-  /// Seconds per example of a forward and backward pass, for examples of `chars` characters.
-  double train_example(double chars) const { return 1.08e-5 * (chars + 108.0) * size(); }
+  /// Seconds per example of a forward and backward pass in a length-grouped batch, for examples of
+  /// `chars` characters.
+  double train_example(double chars) const { return 0.78e-5 * (chars + 12.0) * size(); }
   /// Seconds per example of a forward pass.
   double eval_example(double chars) const { return 0.36e-5 * (chars + 108.0) * size(); }
 
