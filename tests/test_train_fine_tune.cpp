@@ -161,6 +161,28 @@ TEST_CASE("fine_tune gives the same bits at one and two threads, grouped batches
   omp_set_num_threads(saved);
 }
 
+TEST_CASE("predict scores every example in batches of like length and returns the scores in input order") {
+  const auto c = classifier_config();
+  const auto model = darkbert::Transformer<float>::random(c, darkbert::TaskHeads::for_architecture(c), 4);
+  const auto texts = synthetic_texts(70, 8);  // 5-10 tokens each, in no length order
+  const auto eval = darkbert::evaluation_batches(texts, 16, 0, darkbert::token_types_for(c));
+  CHECK(eval.batches.size() == 5);
+  CHECK(eval.batches.front().length == 11);  // the longest first
+  const auto predictions = darkbert::predict(model, texts, 0, 16);
+  REQUIRE(predictions.size() == texts.size());
+  darkbert::ForwardOptions<float> o;
+  o.keep_attentions = false;
+  o.keep_hidden_states = false;
+  for (std::size_t i = 0; i < texts.size(); ++i) {  // each example alone: no padding at all
+    CAPTURE(i);
+    const std::size_t row[] = {i};
+    const auto alone = model.forward(darkbert::batch_of(texts, row, 0, darkbert::token_types_for(c)), o);
+    std::vector<double> own;
+    darkbert::append_sequence_predictions(alone, own);
+    CHECK(predictions[i] == own[0]);
+  }
+}
+
 TEST_CASE("a frozen encoder stays bit-identical while the heads learn") {
   const auto c = classifier_config();
   auto model = darkbert::Transformer<float>::random(c, darkbert::TaskHeads::for_architecture(c), 11);

@@ -88,3 +88,15 @@ TEST_CASE("length-grouped batches pad far less than random ones, and groups of o
   CHECK(darkbert::test::message_of([&] { darkbert::length_grouped_batches(lengths, 0, 5); }).find("batch size") !=
         std::string::npos);
 }
+
+TEST_CASE("length_sorted_order: a permutation, longest first, ties in index order") {
+  const std::vector<std::size_t> lengths = glue_like_lengths(500, 9);
+  const auto order = darkbert::length_sorted_order(lengths);
+  REQUIRE(order.size() == lengths.size());
+  CHECK(std::set<std::size_t>(order.begin(), order.end()).size() == lengths.size());
+  for (std::size_t r = 1; r < order.size(); ++r) {
+    CHECK(lengths[order[r - 1]] >= lengths[order[r]]);
+    if (lengths[order[r - 1]] == lengths[order[r]]) CHECK(order[r - 1] < order[r]);
+  }
+  CHECK(darkbert::length_sorted_order(std::vector<std::size_t>{}).empty());
+}

@@ -44,7 +44,7 @@
 #include "darkbert/io/json.hpp"                  // read_json_file
 #include "darkbert/study/across_seeds.hpp"       // mean_sd, table_mean_sd, seed_dirs
 #include "darkbert/study/task_inputs.hpp"        // TaskInputs
-#include "darkbert/train/labelled_texts.hpp"     // LabelledTexts, sequential_batches
+#include "darkbert/train/labelled_texts.hpp"     // LabelledTexts, evaluation_batches
 #include "darkbert/viz/heatmap.hpp"              // write_heatmap
 
 namespace darkbert::study {
@@ -157,8 +157,11 @@ DisableHeadsResult disable_heads(const Transformer<T>& model, GlueTask task, con
   require(texts.size() > 0, info.name, ": no examples to score");
   require(options.batch_size > 0, "disable_heads: batch size must be positive");
   const GlueMetric metric = options.metric.value_or(info.metrics.front());
-  const auto batches = sequential_batches(texts, options.batch_size, pad_id, token_types_for(model.config()));
-  AblationSweep<T> sweep(model, batches, texts.labels, glue_metric_function(metric),
+  // Batches of like length (the metrics do not depend on the examples' order); labels in the same order.
+  EvaluationBatches eval = evaluation_batches(texts, options.batch_size, pad_id, token_types_for(model.config()));
+  std::vector<double> labels(texts.size());
+  for (std::size_t r = 0; r < labels.size(); ++r) labels[r] = texts.labels[eval.order[r]];
+  AblationSweep<T> sweep(model, std::move(eval.batches), std::move(labels), glue_metric_function(metric),
                          disabling_policy<T>(options.policy));
   sweep.set_show_progress(options.show_progress);
   if (options.ablations) sweep.set_ablation_range(options.ablations->first, options.ablations->second);

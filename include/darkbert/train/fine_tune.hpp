@@ -65,16 +65,19 @@ struct FineTuneHistory {
 template <class T>
 std::vector<double> predict(const Transformer<T>& model, const LabelledTexts& texts, int pad_id,
                             std::size_t batch_size = 64) {
-  std::vector<double> out;
-  out.reserve(texts.size());
+  std::vector<double> sorted;
+  sorted.reserve(texts.size());
   ForwardOptions<T> options;
   options.keep_attentions = false;
   options.keep_hidden_states = false;
   ForwardResult<T> result;
-  for (const auto& batch : sequential_batches(texts, batch_size, pad_id, token_types_for(model.config()))) {
+  const EvaluationBatches eval = evaluation_batches(texts, batch_size, pad_id, token_types_for(model.config()));
+  for (const auto& batch : eval.batches) {
     model.forward_into(batch, options, result);
-    append_sequence_predictions(result, out);
+    append_sequence_predictions(result, sorted);
   }
+  std::vector<double> out(texts.size());
+  for (std::size_t r = 0; r < sorted.size(); ++r) out[eval.order[r]] = sorted[r];
   return out;
 }
 

@@ -23,7 +23,8 @@
 #include "../data/glue.hpp"
 #include "../model/batch.hpp"
 #include "../tokenizer/tokenizer.hpp"
-#include "task_loss.hpp"  // TaskLabels
+#include "length_grouped_batches.hpp"  // length_sorted_order, consecutive_batches
+#include "task_loss.hpp"              // TaskLabels
 
 namespace darkbert {
 
@@ -88,7 +89,27 @@ inline Batch batch_of(const LabelledTexts& texts, std::span<const std::size_t> i
   return Batch::from_encodings(rows, pad_id, types);
 }
 
-/// Consecutive batches of batch_size examples over all of `texts`, in order (the evaluation batches).
+/// Evaluation batches: every example once, in batches of like length, and which example each row is.
+struct EvaluationBatches {
+  std::vector<Batch> batches;      ///< batch_size examples each (the last fewer), longest first
+  std::vector<std::size_t> order;  ///< order[r]: the example of the r-th row over all batches
+};
+
+/// All of `texts` in batches of batch_size examples of like length (length_sorted_order): a random slice of
+/// GLUE in file order pads to 1.5-3 times its tokens, sorted to a few percent more. Scores of row r belong to
+/// example order[r].
+inline EvaluationBatches evaluation_batches(const LabelledTexts& texts, std::size_t batch_size, int pad_id,
+                                            TokenTypes types) {
+  require(batch_size > 0, "evaluation_batches: batch size must be positive");
+  std::vector<std::size_t> lengths(texts.size());
+  for (std::size_t i = 0; i < texts.size(); ++i) lengths[i] = texts.encodings[i].size();
+  EvaluationBatches out;
+  out.order = length_sorted_order(lengths);
+  for (const auto& rows : consecutive_batches(out.order, batch_size)) out.batches.push_back(batch_of(texts, rows, pad_id, types));
+  return out;
+}
+
+/// Consecutive batches of batch_size examples over all of `texts`, in order.
 inline std::vector<Batch> sequential_batches(const LabelledTexts& texts, std::size_t batch_size, int pad_id,
                                              TokenTypes types) {
   require(batch_size > 0, "sequential_batches: batch size must be positive");

@@ -63,4 +63,13 @@ inline std::vector<std::vector<std::size_t>> length_grouped_batches(std::span<co
   return shuffled;
 }
 
+/// Every index ordered by length, longest first, ties in index order: evaluation batches cut from it are
+/// padded by a few tokens at most (the scores go back to their examples through the order).
+inline std::vector<std::size_t> length_sorted_order(std::span<const std::size_t> lengths) {
+  std::vector<std::size_t> order(lengths.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return lengths[a] > lengths[b]; });
+  return order;
+}
+
 }  // namespace darkbert
