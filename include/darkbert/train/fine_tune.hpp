@@ -86,11 +86,7 @@ namespace detail {
 /// length-grouped batches.
 inline std::vector<std::vector<std::size_t>> epoch_batches(const LabelledTexts& train, const FineTuneOptions& o,
                                                            std::uint64_t seed) {
-  if (o.group_by_length) {
-    std::vector<std::size_t> lengths(train.size());
-    for (std::size_t i = 0; i < train.size(); ++i) lengths[i] = train.encodings[i].size();
-    return length_grouped_batches(lengths, o.batch_size, seed);
-  }
+  if (o.group_by_length) return length_grouped_batches(train.lengths(), o.batch_size, seed);
   return consecutive_batches(seeded_permutation(train.size(), seed), o.batch_size);
 }
 }  // namespace detail

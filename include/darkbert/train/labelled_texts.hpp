@@ -39,6 +39,13 @@ struct LabelledTexts {
   /// Number of examples.
   std::size_t size() const { return encodings.size(); }
 
+  /// Tokens of each example (what a batch pads to its longest).
+  std::vector<std::size_t> lengths() const {
+    std::vector<std::size_t> out(encodings.size());
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = encodings[i].size();
+    return out;
+  }
+
   /// Share of the most frequent class (the accuracy of always guessing it); 0 for regression.
   double majority_rate() const {
     if (regression || labels.empty()) return 0.0;
@@ -101,10 +108,8 @@ struct EvaluationBatches {
 inline EvaluationBatches evaluation_batches(const LabelledTexts& texts, std::size_t batch_size, int pad_id,
                                             TokenTypes types) {
   require(batch_size > 0, "evaluation_batches: batch size must be positive");
-  std::vector<std::size_t> lengths(texts.size());
-  for (std::size_t i = 0; i < texts.size(); ++i) lengths[i] = texts.encodings[i].size();
   EvaluationBatches out;
-  out.order = length_sorted_order(lengths);
+  out.order = length_sorted_order(texts.lengths());
   for (const auto& rows : consecutive_batches(out.order, batch_size)) out.batches.push_back(batch_of(texts, rows, pad_id, types));
   return out;
 }
