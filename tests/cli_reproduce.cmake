@@ -1,6 +1,8 @@
 # `darkbert reproduce --quick --check`: the whole study on tiny sizes (seconds-long BERT and GPT-2 models,
 # every available task, two fine-tuning seeds), then each folder's own check (every file parses, every figure decodes, every
-# number of report.md is in summary.json). A second run must find every unit done and compute nothing.
+# number of report.md is in summary.json), both architectures' units in one pool of two workers (whatever the
+# machine: cli_reproduce_shards compares the BERT study with shards run by one worker of one thread). A second
+# run must find every unit done and compute nothing.
 # tests/CMakeLists.txt opens the report in headless Chromium afterwards (report_html_reproduce).
 if(SANITIZED)
   # Every header the study runs is tested under the sanitizers one by one (tests/test_study_*.cpp); the
@@ -13,7 +15,7 @@ set(study "${OUT}/study")
 set(tasks "")
 string(TIMESTAMP started "%s")
 execute_process(COMMAND ${CMAKE_COMMAND} -E env "DARKBERT_DATA=${SHARED}/data" "DARKBERT_CACHE=${OUT}/cache"
-                "${CLI}" reproduce --quick --quiet --seeds 2 ${tasks} --out "${study}" --check
+                "${CLI}" reproduce --quick --quiet --seeds 2 ${tasks} --workers 2 --out "${study}" --check
                 RESULT_VARIABLE rc OUTPUT_VARIABLE log ERROR_VARIABLE err)
 string(TIMESTAMP finished "%s")
 math(EXPR seconds "${finished} - ${started}")

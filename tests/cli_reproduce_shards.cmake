@@ -19,8 +19,8 @@ if(NOT EXISTS "${both}/report.md")
 endif()
 file(REMOVE_RECURSE "${OUT}")
 set(options --quick --quiet --seeds 2)
-# One thread per shard, as one rank of a job array would run on one core: the single run used two, and the
-# results must not depend on it.
+# One thread per shard, as one rank of a job array would run on one core: the single run had two workers
+# (each on its share of the threads), and the results must not depend on either.
 set(env ${CMAKE_COMMAND} -E env "DARKBERT_DATA=${SHARED}/data" "DARKBERT_CACHE=${cache}" OMP_NUM_THREADS=1)
 # Shards run one architecture: the single run to compare with is cli_reproduce's BERT study without its
 # GPT-2 companion, i.e. its folder without gpt2/, resumed with --arch bert (nothing computed, the report
@@ -197,7 +197,7 @@ endif()
 
 # --plan: runs nothing, prints every unit's shard and the prediction.
 reproduce(TRUE --plan --ranks 2 --cores-per-rank 1)
-if(NOT log MATCHES "table1/MRPC/pretrained/seed-1 +[0-9.]+ +[12]/2 +checkpoint/MRPC/seed-1" OR NOT log MATCHES "predicted on 2 ranks of 1 core: [0-9.]+ s")
+if(NOT log MATCHES "table1/MRPC/pretrained/seed-1 +[0-9.]+ +[12]/2 +checkpoint/MRPC/seed-1" OR NOT log MATCHES "predicted on 2 ranks of 1 core, 1 worker each: [0-9.]+ s")
   message(FATAL_ERROR "--plan --ranks 2 did not print the shards and the prediction:\n${log}")
 endif()
 message(STATUS "${log}")

@@ -1,4 +1,5 @@
-// Data root: the documented search order, the per-user cache, the not-found message and extract_once.
+// Data root: the documented search order, the per-user cache, the not-found message and extract_once (also
+// from several threads at once).
 #include <doctest/doctest.h>
 
 #include <cstdlib>     // std::system
@@ -7,6 +8,8 @@
 #include <map>         // std::map
 #include <sstream>     // std::ostringstream
 #include <string>      // std::string
+#include <thread>      // std::thread
+#include <vector>      // std::vector
 
 #include "darkbert/data/root.hpp"
 #include "test_support.hpp"
@@ -112,4 +115,34 @@ TEST_CASE("extract_once unpacks a .tar.xz once, atomically; a broken archive lea
 
   const auto missing = message_of([&] { darkbert::extract_once(dir / "nope.tar.xz", dir / "cache" / "nope", nullptr); });
   CHECK(missing.find("nope.tar.xz: archive not found") != std::string::npos);
+}
+
+TEST_CASE("extract_once from several threads at once: one unpacks, the others wait and get the whole folder") {
+  const auto dir = darkbert::test::scratch_dir("data_root_extract_threads");
+  for (int i = 0; i < 200; ++i) touch(dir / "src" / "pkg" / "lu" / ("lu" + std::to_string(i) + ".xml"), "<lu/>\n");
+  const auto archive = dir / "pkg.tar.xz";
+  const std::string cmd = "tar -cJf '" + archive.string() + "' -C '" + (dir / "src").string() + "' pkg";
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  constexpr int threads = 4;
+  std::vector<std::ostringstream> logs(threads);
+  std::vector<std::string> errors(threads);
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back([&, t] {
+      try {
+        darkbert::extract_once(archive, dir / "cache" / "pkg", &logs[static_cast<std::size_t>(t)]);
+      } catch (const std::exception& e) {
+        errors[static_cast<std::size_t>(t)] = e.what();
+      }
+    });
+  for (auto& t : pool) t.join();
+  int unpacked = 0;
+  for (int t = 0; t < threads; ++t) {
+    CHECK_MESSAGE(errors[static_cast<std::size_t>(t)].empty(), errors[static_cast<std::size_t>(t)]);
+    unpacked += logs[static_cast<std::size_t>(t)].str().find("unpacking") != std::string::npos;
+  }
+  CHECK(unpacked == 1);
+  std::size_t files = 0;
+  for (const auto& entry : fs::directory_iterator(dir / "cache" / "pkg" / "pkg" / "lu")) files += entry.is_regular_file();
+  CHECK(files == 200);
 }

@@ -30,6 +30,7 @@ struct ReproduceCommand {
   std::vector<std::string> tasks;
   std::vector<std::string> archs;             // default models to study: bert, gpt2
   int seeds = 3;
+  int workers = 0;                            // 0: as the unit costs predict fastest
   double lr = 5e-4;
   bool quick = false, quiet = false, check = false;
   std::string shard;                          // K/N, auto or mpi
@@ -43,7 +44,8 @@ struct ReproduceCommand {
 namespace {
 
 // --plan: every unit with its estimated cost and shard, each shard's load, and the predicted wall time.
-void print_plan(const study::StudyPlan& plan, int ranks, double cores) {
+void print_plan(const study::StudyPlan& plan, int ranks, double cores, int workers) {
+  if (workers <= 0) workers = plan.costs.fastest_workers(static_cast<int>(cores));
   const auto shards = study::plan_shards(plan.units, ranks);
   std::printf("%-40s %10s %6s  %s\n", "unit", "cost (s)", "shard", "group");
   for (std::size_t i = 0; i < plan.units.size(); ++i)
@@ -52,10 +54,11 @@ void print_plan(const study::StudyPlan& plan, int ranks, double cores) {
   for (int k = 1; k <= ranks; ++k)
     std::printf("shard %d/%d: %zu units, %.1f s\n", k, ranks, shards.units_of(k).size(), shards.load[static_cast<std::size_t>(k - 1)]);
   std::printf("units: %zu in %zu dependency groups; one rank: %.1f s\n", plan.units.size(), shards.groups, shards.total);
-  std::printf("predicted on %d rank%s of %g core%s: %.1f s (the most loaded shard %.1f s on two cores; critical path: the "
-              "costliest group, %.1f s; balance %.2f; speed-up %.2f)\n",
-              ranks, ranks == 1 ? "" : "s", cores, cores == 1 ? "" : "s", study::predicted_seconds(shards, plan.costs, cores), shards.makespan, shards.critical_path, shards.balance(),
-              shards.makespan > 0 ? shards.total / shards.makespan : 1.0);
+  std::printf("predicted on %d rank%s of %g core%s, %d worker%s each: %.1f s (the most loaded shard %.1f s on two cores; "
+              "critical path: the costliest group, %.1f s; balance %.2f; speed-up %.2f)\n",
+              ranks, ranks == 1 ? "" : "s", cores, cores == 1 ? "" : "s", workers, workers == 1 ? "" : "s",
+              study::predicted_seconds(shards, plan.costs, cores, workers), shards.makespan, shards.critical_path,
+              shards.balance(), shards.makespan > 0 ? shards.total / shards.makespan : 1.0);
   std::printf("unit costs are seconds on two cores, scaled to %g by Amdahl's law (one core %.2fx slower at this width); "
               "one process's start-up and report (%.0f s) included, the merge's copying not\n",
               cores, plan.costs.one_core_slowdown(), study::UnitCosts::process_overhead);
@@ -79,7 +82,7 @@ void add_reproduce_command(CLI::App& app) {
   auto o = std::make_shared<ReproduceCommand>();
   auto* cmd = app.add_subcommand("reproduce", "Reproduce 'Revealing the Dark Secrets of BERT': every section on every task, "
                                               "and the findings report");
-  cmd->footer("Example: darkbert reproduce --out study            (the default model; about 45 minutes once it is cached)\n"
+  cmd->footer("Example: darkbert reproduce --out study            (both default models; about 42 minutes on 2 cores once cached)\n"
               "         darkbert reproduce --out quick --quick    (every step on tiny sizes, in minutes)");
   cmd->add_option("--out", o->out, "Study folder: report.md, report.html, summary.json, units/, table1/ (resumed if it exists); "
                                    "with --shard, the shard's folder");
@@ -92,6 +95,10 @@ void add_reproduce_command(CLI::App& app) {
   cmd->add_option("--seeds", o->seeds, "Fine-tuning seeds per task and setting")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--tasks", o->tasks, "GLUE tasks (default: every one whose data is present)")->delimiter(',');
   cmd->add_option("--lr", o->lr, "Fine-tuning peak learning rate (BERT-base used 2e-5; small models need ~5e-4)")->capture_default_str();
+  cmd->add_option("--workers", o->workers, "Units at once, each on its share of the threads (default: what the unit "
+                                           "costs predict fastest: on two cores, two of one thread for the study models, "
+                                           "one for BERT-base; the results are the same bits)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--quick", o->quick, "Tiny sizes (and a seconds-long model if none is given): checks every step in minutes");
   cmd->add_flag("--quiet", o->quiet, "No progress bars");
   cmd->add_option("--shard", o->shard, "Run only shard K of N (K counted from 1, e.g. 2/3) into --out and write its shard.json, "
@@ -121,12 +128,13 @@ void add_reproduce_command(CLI::App& app) {
     require(o->archs.size() <= 2 && (o->archs.size() == 1 || o->archs.front() != o->archs.back()),
             "reproduce: --arch names bert and gpt2 at most once each");
     study::ReproduceOptions options{.out = o->out, .model = o->model, .arch = o->archs.front(), .seeds = o->seeds,
-                                    .quick = o->quick, .learning_rate = o->lr, .show_progress = !o->quiet, .log = &std::cerr};
+                                    .quick = o->quick, .learning_rate = o->lr, .show_progress = !o->quiet, .log = &std::cerr,
+                                    .workers = o->workers};
     for (const auto& t : o->tasks) options.tasks.push_back(parse_glue_task(t));
     if (o->plan) {
       options.plan_only = true, options.log = nullptr;
       if (options.out.empty()) options.out = "study";  // names the folders; nothing is written
-      print_plan(study::plan_study(DataRoot::from_environment(), options), o->ranks, o->cores);
+      print_plan(study::plan_study(DataRoot::from_environment(), options), o->ranks, o->cores, o->workers);
       return;
     }
     if (o->shard == "mpi") {

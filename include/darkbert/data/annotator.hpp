@@ -43,6 +43,7 @@
 
 #include "darkbert/core/atomic_file.hpp"
 #include "darkbert/core/error.hpp"
+#include "darkbert/core/file_lock.hpp"
 #include "darkbert/data/conllu.hpp"
 #include "darkbert/data/negation.hpp"
 #include "darkbert/data/perceptron.hpp"
@@ -523,6 +524,10 @@ inline std::filesystem::path default_annotator_path(const DataRoot& root) {
 inline Annotator default_annotator(const DataRoot& root, std::ostream* log = &std::clog) {
   const auto path = default_annotator_path(root);
   std::error_code ec;
+  if (std::filesystem::is_regular_file(path, ec)) return Annotator::load(path);
+  // Processes sharing the cache, and the workers of one study, take turns: one trains, the others load it.
+  std::filesystem::create_directories(path.parent_path(), ec);
+  const FileLock lock(std::filesystem::path(path.string() + ".lock"));
   if (std::filesystem::is_regular_file(path, ec)) return Annotator::load(path);
   const auto train_file = root.find("ud/en_ewt-ud-train.conllu", "UD English EWT train (to train the annotator)", ud_hint);
   if (log) *log << "annotator: no cached model at " << path.string() << "; training on " << train_file.string()

@@ -38,6 +38,7 @@
 #include <vector>       // std::vector
 
 #include "darkbert/core/error.hpp"
+#include "darkbert/core/file_lock.hpp"
 
 namespace darkbert {
 
@@ -200,6 +201,9 @@ inline std::filesystem::path extract_once(const std::filesystem::path& archive,
   const auto parent = destination.parent_path();
   std::filesystem::create_directories(parent, ec);
   require(!ec, parent.string(), ": cannot create folder: ", ec.message());
+  // Processes sharing the cache, and threads of one process, take turns: one unpacks, the others wait.
+  const FileLock lock(std::filesystem::path(destination.string() + ".lock"));
+  if (std::filesystem::is_directory(destination, ec)) return destination;  // unpacked while this one waited
   const auto staging = parent / (destination.filename().string() + ".partial-" + std::to_string(::getpid()));
   std::filesystem::remove_all(staging, ec);
   std::filesystem::create_directories(staging, ec);

@@ -93,6 +93,20 @@ inline std::string table1_unit_of(const FineTuneRow& r) {
 
 }  // namespace detail
 
+/// Puts Table 1's rows in the order of their units in `units` (the order a single run of one worker
+/// appends them in): rows of shards, or of workers that finished in another order, read the same. Every
+/// row must belong to a unit of `units`.
+inline void sort_table1_runs(std::vector<FineTuneRow>& rows, const std::vector<WorkUnit>& units) {
+  std::map<std::string, std::size_t> planned;
+  for (std::size_t i = 0; i < units.size(); ++i) planned.emplace(units[i].id, i);
+  for (const auto& r : rows)
+    require(planned.count(detail::table1_unit_of(r)), "table1/runs.csv has a run (", detail::table1_unit_of(r),
+            ") that is not a unit of this study");
+  std::stable_sort(rows.begin(), rows.end(), [&](const FineTuneRow& a, const FineTuneRow& b) {
+    return planned.at(detail::table1_unit_of(a)) < planned.at(detail::table1_unit_of(b));
+  });
+}
+
 /// Checks the shard folders `dirs` against the plan (`units`, `fingerprint`) and merges them into `out`
 /// (see the file comment); every problem is an error naming the folder, the unit or the file.
 inline MergeSummary merge_study_shards(const std::vector<std::filesystem::path>& dirs, const std::vector<WorkUnit>& units,
@@ -176,9 +190,7 @@ inline MergeSummary merge_study_shards(const std::vector<std::filesystem::path>&
     require(planned.count(id) && holder.count(id), "merge: table1/runs.csv of the shards has a run (", id,
             ") that is not a finished unit of this study");
   }
-  std::stable_sort(table.rows.begin(), table.rows.end(), [&](const FineTuneRow& a, const FineTuneRow& b) {
-    return planned.at(detail::table1_unit_of(a)) < planned.at(detail::table1_unit_of(b));
-  });
+  sort_table1_runs(table.rows, units);
 
   check_fingerprint(out / "units", fingerprint);  // refuses an `out` of another study
   for (const auto& [name, source] : files) {

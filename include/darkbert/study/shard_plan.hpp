@@ -118,36 +118,19 @@ struct ShardPlan {
 /// onto the least loaded shard. Deterministic: the same list gives the same shards on every machine.
 inline ShardPlan plan_shards(const std::vector<WorkUnit>& units, int n) {
   require(n >= 1, "shards: need at least one, got ", n);
-  struct Group {
-    double cost = 0;
-    std::size_t first = 0;
-    std::vector<std::size_t> members;
-  };
-  std::vector<Group> groups;
-  std::map<std::string, std::size_t> index;
-  for (std::size_t i = 0; i < units.size(); ++i) {
-    const std::string key = units[i].group.empty() ? "\n" + units[i].id : units[i].group;  // '\n' never in an id
-    auto [it, added] = index.try_emplace(key, groups.size());
-    if (added) groups.push_back({.first = i});
-    groups[it->second].cost += units[i].cost;
-    groups[it->second].members.push_back(i);
-  }
-  std::vector<std::size_t> order(groups.size());
-  for (std::size_t g = 0; g < order.size(); ++g) order[g] = g;
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return groups[a].cost > groups[b].cost; });
-
+  const auto chains = unit_chains(units);  // a group (or an ungrouped unit) goes to one shard whole
   ShardPlan plan;
   plan.count = n;
-  plan.groups = groups.size();
+  plan.groups = chains.size();
   plan.shard_of.assign(units.size(), 0);
   plan.load.assign(static_cast<std::size_t>(n), 0.0);
-  for (std::size_t g : order) {
+  for (const auto& chain : chains) {
     std::size_t best = 0;
     for (std::size_t s = 1; s < plan.load.size(); ++s)
       if (plan.load[s] < plan.load[best]) best = s;
-    plan.load[best] += groups[g].cost;
-    for (std::size_t i : groups[g].members) plan.shard_of[i] = static_cast<int>(best) + 1;
-    plan.critical_path = std::max(plan.critical_path, groups[g].cost);
+    plan.load[best] += chain.cost;
+    for (std::size_t i : chain.units) plan.shard_of[i] = static_cast<int>(best) + 1;
+    plan.critical_path = std::max(plan.critical_path, chain.cost);
   }
   for (double l : plan.load) plan.total += l, plan.makespan = std::max(plan.makespan, l);
   return plan;
@@ -155,9 +138,13 @@ inline ShardPlan plan_shards(const std::vector<WorkUnit>& units, int n) {
 
 /// The predicted wall time of `plan` on its N ranks with `cores` cores each, for units priced by `costs`:
 /// a process's overhead (start-up, the report) and the most loaded shard's units, their two-core costs
-/// scaled to `cores` (UnitCosts::on_cores). The merge's copying and transfers are not counted.
-inline double predicted_seconds(const ShardPlan& plan, const UnitCosts& costs, double cores = 2) {
-  return UnitCosts::process_overhead + costs.on_cores(plan.makespan, cores);
+/// scaled to `cores` (UnitCosts::on_cores). With `workers` units at once on each rank (run_unit_lists),
+/// the shard's load is shared by the workers (UnitCosts::on_workers), but takes at least the costliest
+/// chain on one worker. The merge's copying and transfers are not counted.
+inline double predicted_seconds(const ShardPlan& plan, const UnitCosts& costs, double cores = 2, int workers = 1) {
+  const int w = std::max(workers, 1);
+  const double shared = costs.on_workers(plan.makespan, cores, w), chain = costs.on_workers(plan.critical_path, cores, w) * w;
+  return UnitCosts::process_overhead + std::max(shared, w > 1 ? chain : 0.0);
 }
 
 }  // namespace darkbert::study

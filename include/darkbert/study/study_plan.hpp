@@ -98,6 +98,8 @@ struct ReproduceOptions {
   std::optional<StudySizes> sizes;            ///< instead of the full or quick sizes
   bool show_progress = true;                  ///< progress bars on stderr
   std::ostream* log = nullptr;                ///< what happens (may be null)
+  int workers = 0;                            ///< units at once on this machine's threads; 0: what the unit
+                                              ///< costs predict fastest (UnitCosts::fastest_workers)
   bool plan_only = false;                     ///< list the units only: no folder made, no model trained or read
                                               ///< beyond its config (an absent default or quick model: its recipe's)
 };

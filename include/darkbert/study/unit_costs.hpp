@@ -41,8 +41,12 @@ struct UnitCosts {
   /// Seconds per example of a forward and backward pass in a length-grouped batch, for examples of
   /// `chars` characters.
   double train_example(double chars) const { return 0.78e-5 * (chars + 12.0) * size(); }
-  /// Seconds per example of a forward pass.
+  /// Seconds per example of a forward pass (the analysis sections' batches, padded to their longest).
   double eval_example(double chars) const { return 0.36e-5 * (chars + 108.0) * size(); }
+  /// Seconds per example of a forward pass in batches sorted by length (scoring, §3.6): 0.4 of
+  /// eval_example, the ratio of the measured to the priced seconds of the untrained and §3.6 units once
+  /// scoring was sorted (0.36-0.43 over both study models' full studies on a Zen 4, brought to the Zen 5).
+  double sorted_eval_example(double chars) const { return 0.4 * eval_example(chars); }
 
   /// A fine-tuning run's training: examples x epochs, after loading and tokenizing the data (0.5 ms an
   /// example: 1 s for 2,000).
@@ -53,12 +57,12 @@ struct UnitCosts {
   /// Scoring `examples` once (loading and tokenizing them: 0.3 s for 500).
   double evaluate(std::size_t examples, double chars) const {
     const double n = static_cast<double>(examples);
-    return 0.02 + 5.6e-4 * n + n * eval_example(chars);
+    return 0.02 + 5.6e-4 * n + n * sorted_eval_example(chars);
   }
   /// §3.6: a forward pass per head, per layer and the baseline; the prefix cache saves about half.
   double disable_heads(std::size_t examples, double chars) const {
     const double n = static_cast<double>(examples);
-    return 0.02 + 1e-3 * n + (layers * heads + layers + 1) * 0.55 * n * eval_example(chars);
+    return 0.02 + 1e-3 * n + (layers * heads + layers + 1) * 0.55 * n * sorted_eval_example(chars);
   }
   /// A section reading `examples` maps: `passes` forward passes' worth of work each (two models, the
   /// annotator, the pattern classifier), after loading them and its data: `startup` seconds (0.3 for the
@@ -88,6 +92,30 @@ struct UnitCosts {
     const double f = std::clamp(2.0 / one_core_slowdown() - 1.0, 0.0, 1.0);
     const double c = std::max(cores, 1.0);
     return two_core_seconds * (f + (1.0 - f) / c) / (f + (1.0 - f) / 2.0);
+  }
+  /// How much slower a unit runs on its share of the cores with other workers busy beside it than alone on
+  /// as many (shared caches, memory bandwidth, the clock): measured on a two-core AMD EPYC (Zen 4), where
+  /// the full study's units ran 1.79 (BERT) and 1.89 (GPT-2) times slower on one thread beside another
+  /// than alone on two, against the 1.54 of one thread alone (one_core_slowdown).
+  static constexpr double worker_contention = 1.2;
+  /// `two_core_seconds` of units shared by `workers` workers on `cores` cores (cores / workers each, at
+  /// least one; study/work_units.hpp).
+  double on_workers(double two_core_seconds, double cores, int workers) const {
+    if (workers <= 1) return on_cores(two_core_seconds, cores);
+    return on_cores(two_core_seconds, std::max(cores / workers, 1.0)) * worker_contention / workers;
+  }
+  /// How many units to run at once on `threads` threads: the fewest workers (dividing the threads) within
+  /// 5% of the fastest by on_workers, since each holds its own models and batches. On two threads: 2 for
+  /// the study models (one thread each), 1 for BERT-base, whose products keep both cores busy.
+  int fastest_workers(int threads) const {
+    const int t = std::max(threads, 1);
+    auto seconds = [&](int w) { return on_workers(1.0, t, w); };
+    double best = seconds(1);
+    for (int w = 2; w <= t; ++w)
+      if (t % w == 0) best = std::min(best, seconds(w));
+    for (int w = 1; w <= t; ++w)
+      if (t % w == 0 && seconds(w) <= 1.05 * best) return w;
+    return 1;
   }
   /// What a process spends outside its units: start-up (the data root, the plan, the models' files) and,
   /// for a whole run or a merge, the report (measured: a --quick study's wall time minus its units').

@@ -15,15 +15,27 @@
 ///
 /// The fingerprint (a JSON object: model identity, data, seeds, options) is written to `study.json` in the
 /// units folder; a resumed run with another fingerprint is refused by name instead of mixing results.
+///
+/// On a machine of several cores, `workers` > 1 runs units at once, each worker on its share of the
+/// threads: a small model's products leave the second core of a two-thread product half idle, so two
+/// units on one thread each finish sooner than one after the other on two (study/unit_costs.hpp). A
+/// dependency group stays in one worker, in list order; results are the same bits whatever the split,
+/// since every kernel gives the same bits at any thread count (core/blas.hpp).
 
 #include <chrono>      // std::chrono::steady_clock
 #include <cstdint>     // std::uint64_t
+#include <algorithm>   // std::stable_sort, std::min
 #include <cstdio>      // std::snprintf
+#include <exception>   // std::exception_ptr, std::current_exception, std::rethrow_exception
 #include <filesystem>  // std::filesystem
 #include <fstream>     // std::ifstream
 #include <functional>  // std::function
+#include <map>         // std::map
+#include <mutex>       // std::mutex, std::lock_guard
 #include <set>         // std::set
 #include <string>      // std::string
+#include <thread>      // std::thread
+#include <utility>     // std::pair
 #include <vector>      // std::vector
 
 #include <nlohmann/json.hpp>
@@ -31,6 +43,7 @@
 #include "darkbert/core/atomic_file.hpp"
 #include "darkbert/core/error.hpp"
 #include "darkbert/core/progress.hpp"
+#include "darkbert/core/threads.hpp"
 
 namespace darkbert::study {
 
@@ -46,11 +59,43 @@ struct WorkUnit {
   std::string group = {};                                    ///< units of one group run in one shard; empty: alone
 };
 
-/// How run_units reports.
+/// How run_units runs and reports.
 struct RunUnitsOptions {
   std::string label = "study";  ///< progress bar label
   bool show_progress = true;    ///< progress bar on stderr
+  int workers = 1;              ///< units at once, each worker on num_threads() / workers threads (at least one)
 };
+
+/// One study's units, the folder they go to and the fingerprint that folder must carry: run_unit_lists
+/// runs several studies' units in one pool (both architectures of `darkbert reproduce`).
+struct UnitList {
+  const std::vector<WorkUnit>* units = nullptr;  ///< in an order where every unit follows what it reads
+  std::filesystem::path units_dir;               ///< unit u goes to units_dir / u.id
+  nlohmann::json fingerprint;                    ///< written to (or checked against) units_dir / study.json
+};
+
+/// Units that must run together, in list order: a dependency group's units, or one ungrouped unit alone.
+/// The unit of scheduling for shards (study/shard_plan.hpp) and for run_unit_lists' workers.
+struct UnitChain {
+  std::vector<std::size_t> units;  ///< indices into the unit list, in list order
+  double cost = 0;                 ///< their summed cost
+};
+
+/// The chains of `units`, the costliest first (ties in list order): longest-first list scheduling starts
+/// the longest chains at once, so the shards or workers finish together.
+inline std::vector<UnitChain> unit_chains(const std::vector<WorkUnit>& units) {
+  std::vector<UnitChain> chains;
+  std::map<std::string, std::size_t> chain_of_group;
+  for (std::size_t i = 0; i < units.size(); ++i) {
+    std::size_t c = chains.size();
+    if (!units[i].group.empty()) c = chain_of_group.try_emplace(units[i].group, chains.size()).first->second;
+    if (c == chains.size()) chains.emplace_back();
+    chains[c].units.push_back(i);
+    chains[c].cost += units[i].cost;
+  }
+  std::stable_sort(chains.begin(), chains.end(), [](const UnitChain& a, const UnitChain& b) { return a.cost > b.cost; });
+  return chains;
+}
 
 /// What run_units did.
 struct RunUnitsSummary {
@@ -126,14 +171,12 @@ inline void check_fingerprint(const std::filesystem::path& units_dir, const nloh
   write_file_atomically(file, fingerprint.dump(2) + "\n");
 }
 
-/// Runs every unit that is not done yet, in order, each into `units_dir / unit.id` (emptied first: a killed
-/// attempt's files are not trusted), marking it done with unit.json (id, seconds) once its function
-/// returns. Unit ids must be unique, and no id may be a folder of another (a unit's folder is its own).
-inline RunUnitsSummary run_units(const std::vector<WorkUnit>& units, const std::filesystem::path& units_dir,
-                                 const nlohmann::json& fingerprint, const RunUnitsOptions& options = {}) {
-  namespace fs = std::filesystem;
+namespace detail {
+
+// Refuses ids that are not unique relative paths of their own, and units without a cost or a function.
+inline double checked_total_cost(const std::vector<WorkUnit>& units) {
   std::set<std::string> ids;
-  double total_cost = 0, done_cost = 0;
+  double total = 0;
   for (const auto& u : units) {
     for (const auto& other : units)
       require(other.id.size() <= u.id.size() || other.id.compare(0, u.id.size() + 1, u.id + "/") != 0,
@@ -143,37 +186,115 @@ inline RunUnitsSummary run_units(const std::vector<WorkUnit>& units, const std::
     require(ids.insert(u.id).second, "study unit '", u.id, "' is listed twice");
     require(u.cost > 0, "study unit '", u.id, "' has a cost of ", u.cost, " (must be positive)");
     require(static_cast<bool>(u.run), "study unit '", u.id, "' has nothing to run");
-    total_cost += u.cost;
+    total += u.cost;
   }
-  check_fingerprint(units_dir, fingerprint);
-  RunUnitsSummary summary;
+  return total;
+}
+
+// Runs one unit into units_dir / u.id unless it is done there; true when it ran.
+inline bool run_unit(const WorkUnit& u, const std::filesystem::path& units_dir) {
+  namespace fs = std::filesystem;
+  const fs::path dir = units_dir / u.id;
+  if (unit_done(dir)) return false;
+  fs::remove_all(dir);  // what a killed attempt left; the unit starts over
+  fs::create_directories(dir);
+  const auto t0 = std::chrono::steady_clock::now();
+  u.run(dir);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  write_file_atomically(dir / unit_done_file(), nlohmann::json{{"id", u.id}, {"seconds", seconds}, {"cost", u.cost}}.dump(2) + "\n");
+  return true;
+}
+
+}  // namespace detail
+
+/// Runs every unit of every list that is not done yet, each into `list.units_dir / unit.id` (emptied first:
+/// a killed attempt's files are not trusted), marking it done with unit.json (id, seconds) once its function
+/// returns. One worker runs the units in list order; several take dependency groups (an ungrouped unit
+/// alone), the costliest first, and a group's units in list order. The first error stops the pool: the
+/// workers finish the units they are in, and it is rethrown. Unit ids must be unique in a list, and no id
+/// may be a folder of another (a unit's folder is its own). Returns one summary per list.
+inline std::vector<RunUnitsSummary> run_unit_lists(const std::vector<UnitList>& lists, const RunUnitsOptions& options = {}) {
+  double total_cost = 0, done_cost = 0;
+  for (const auto& list : lists) {
+    require(list.units != nullptr, "run_unit_lists: a list without units");
+    total_cost += detail::checked_total_cost(*list.units);
+  }
+  for (const auto& list : lists) check_fingerprint(list.units_dir, list.fingerprint);
+  std::vector<RunUnitsSummary> summaries(lists.size());
   // The bar counts cost in thousandths, so its rate and ETA weigh a fine-tuning run above a figure.
   const double scale = 1000.0 / (total_cost > 0 ? total_cost : 1.0);
   Progress progress(options.label, 1000, options.show_progress);
   const auto start = std::chrono::steady_clock::now();
-  for (const auto& u : units) {
-    const fs::path dir = units_dir / u.id;
+  std::mutex mutex;  // guards the progress bar, the summaries and the pool's state below
+  auto run_counted = [&](std::size_t l, std::size_t i) {
+    const auto& u = (*lists[l].units)[i];
+    {
+      const std::lock_guard<std::mutex> lock(mutex);
+      progress.set_note(u.id);
+    }
+    const bool ran = detail::run_unit(u, lists[l].units_dir);
+    const std::lock_guard<std::mutex> lock(mutex);
     const long before = static_cast<long>(done_cost * scale);
     done_cost += u.cost;
-    if (unit_done(dir)) {
-      ++summary.resumed;
-      progress.advance(static_cast<long>(done_cost * scale) - before);
-      continue;
-    }
-    progress.set_note(u.id);
-    fs::remove_all(dir);  // what a killed attempt left; the unit starts over
-    fs::create_directories(dir);
-    const auto t0 = std::chrono::steady_clock::now();
-    u.run(dir);
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    write_file_atomically(dir / detail::unit_done_file(),
-                          nlohmann::json{{"id", u.id}, {"seconds", seconds}, {"cost", u.cost}}.dump(2) + "\n");
-    ++summary.ran;
+    ++(ran ? summaries[l].ran : summaries[l].resumed);
     progress.advance(static_cast<long>(done_cost * scale) - before);
+  };
+
+  // Every list's chains, the costliest first (ties in list order).
+  std::vector<std::pair<std::size_t, UnitChain>> chains;
+  for (std::size_t l = 0; l < lists.size(); ++l)
+    for (auto& chain : unit_chains(*lists[l].units)) chains.emplace_back(l, std::move(chain));
+  std::stable_sort(chains.begin(), chains.end(), [](const auto& a, const auto& b) { return a.second.cost > b.second.cost; });
+  const int workers = std::max(1, std::min(options.workers, static_cast<int>(chains.size())));
+  if (workers == 1) {
+    for (std::size_t l = 0; l < lists.size(); ++l)
+      for (std::size_t i = 0; i < lists[l].units->size(); ++i) run_counted(l, i);
+  } else {
+    std::size_t next = 0;
+    std::exception_ptr error;
+    const int threads = std::max(1, num_threads() / workers);
+    auto work = [&] {
+      set_num_threads(threads);  // this thread's OpenMP teams
+      for (;;) {
+        std::size_t c;
+        {
+          const std::lock_guard<std::mutex> lock(mutex);
+          if (error || next == chains.size()) return;
+          c = next++;
+        }
+        for (std::size_t i : chains[c].second.units) {
+          {
+            const std::lock_guard<std::mutex> lock(mutex);
+            if (error) return;
+          }
+          try {
+            run_counted(chains[c].first, i);
+          } catch (...) {
+            const std::lock_guard<std::mutex> lock(mutex);
+            if (!error) error = std::current_exception();
+            return;
+          }
+        }
+      }
+    };
+    const int caller_threads = num_threads();
+    std::vector<std::thread> pool;
+    for (int w = 1; w < workers; ++w) pool.emplace_back(work);
+    work();  // the calling thread is a worker too
+    for (auto& t : pool) t.join();
+    set_num_threads(caller_threads);
+    if (error) std::rethrow_exception(error);
   }
   progress.finish();
-  summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return summary;
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  for (auto& summary : summaries) summary.seconds = seconds;
+  return summaries;
+}
+
+/// run_unit_lists for one list: every unit not done yet into `units_dir / unit.id`.
+inline RunUnitsSummary run_units(const std::vector<WorkUnit>& units, const std::filesystem::path& units_dir,
+                                 const nlohmann::json& fingerprint, const RunUnitsOptions& options = {}) {
+  return run_unit_lists({{.units = &units, .units_dir = units_dir, .fingerprint = fingerprint}}, options).front();
 }
 
 /// The seconds a finished unit took (from its unit.json).
