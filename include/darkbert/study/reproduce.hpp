@@ -16,7 +16,6 @@
 /// darkbert::study::reproduce_side_by_side({.out = "study"}, "gpt2");   // BERT in study, GPT-2 in study/gpt2
 /// @endcode
 
-#include <algorithm>   // std::max
 #include <chrono>      // std::chrono::steady_clock
 #include <filesystem>  // std::filesystem::path
 #include <string>      // std::string
@@ -44,7 +43,7 @@ inline int workers_for(const ReproduceOptions& options, const UnitCosts& costs) 
 }
 
 inline std::string workers_text(int workers) {
-  const int threads = std::max(1, num_threads() / workers);
+  const int threads = threads_per_worker(workers);
   return std::to_string(workers) + (workers == 1 ? " worker" : " workers") + " of " + std::to_string(threads) +
          (threads == 1 ? " thread" : " threads");
 }

@@ -24,7 +24,7 @@
 
 #include <chrono>      // std::chrono::steady_clock
 #include <cstdint>     // std::uint64_t
-#include <algorithm>   // std::stable_sort, std::min
+#include <algorithm>   // std::stable_sort, std::min, std::max
 #include <cstdio>      // std::snprintf
 #include <exception>   // std::exception_ptr, std::current_exception, std::rethrow_exception
 #include <filesystem>  // std::filesystem
@@ -65,6 +65,9 @@ struct RunUnitsOptions {
   bool show_progress = true;    ///< progress bar on stderr
   int workers = 1;              ///< units at once, each worker on num_threads() / workers threads (at least one)
 };
+
+/// The OpenMP threads each of `workers` workers runs its units on: an equal share, at least one.
+inline int threads_per_worker(int workers) { return std::max(1, num_threads() / std::max(workers, 1)); }
 
 /// One study's units, the folder they go to and the fingerprint that folder must carry: run_unit_lists
 /// runs several studies' units in one pool (both architectures of `darkbert reproduce`).
@@ -252,7 +255,7 @@ inline std::vector<RunUnitsSummary> run_unit_lists(const std::vector<UnitList>& 
   } else {
     std::size_t next = 0;
     std::exception_ptr error;
-    const int threads = std::max(1, num_threads() / workers);
+    const int threads = threads_per_worker(workers);
     auto work = [&] {
       set_num_threads(threads);  // this thread's OpenMP teams
       for (;;) {
