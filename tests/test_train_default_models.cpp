@@ -9,6 +9,7 @@
 #include <iterator>    // std::istreambuf_iterator
 #include <sstream>     // std::ostringstream
 #include <string>      // std::string
+#include <vector>      // std::vector
 
 #include "darkbert/train/default_models.hpp"
 #include "test_support.hpp"
@@ -44,7 +45,7 @@ TEST_CASE("default_model pretrains on first use into <cache>/models, then serves
   std::ostringstream log;
   const auto dir = darkbert::default_model(root, "bert", {.recipe = quick_recipe(), .show_progress = false, .log = &log});
   CHECK(dir == expected);
-  CHECK(log.str().find("pretraining it with the given recipe") != std::string::npos);
+  CHECK(log.str().find("; pretraining it (bert, ") != std::string::npos);
   for (const char* name : {"config.json", "model.safetensors", "vocab.txt", "run.json", "eval.csv", "head_masses.png"})
     CHECK_MESSAGE(fs::is_regular_file(dir / name), name);
   CHECK_FALSE(fs::exists(dir / "checkpoint"));
@@ -95,4 +96,47 @@ TEST_CASE("default_model names a wrong architecture") {
   const auto root = darkbert::DataRoot::single(darkbert::test::data_dir(), darkbert::test::scratch_dir("default_models_arch"));
   CHECK(darkbert::test::message_of([&] { darkbert::default_model_dir(root, "t5"); }) ==
         "default model: arch is 't5' (bert or gpt2)");
+}
+
+TEST_CASE("models_in_cache pretrains the absent models at once, each the model it would be alone") {
+  auto gpt2 = darkbert::named_recipe("tiny", "gpt2");
+  gpt2.steps = 8, gpt2.max_documents = 30, gpt2.probe_pairs = 4, gpt2.eval_every = 4, gpt2.checkpoint_every = 4;
+  auto bert = quick_recipe();
+  bert.steps = 12;  // the longer one trains on, alone, once the GPT-2 is done
+  const auto alone_cache = darkbert::test::scratch_dir("models_in_cache_alone");
+  const auto alone_root = darkbert::DataRoot::single(darkbert::test::data_dir(), alone_cache);
+  const auto bert_alone = darkbert::model_in_cache(alone_root, {alone_cache / "models" / "b", bert}, false);
+  const auto gpt2_alone = darkbert::model_in_cache(alone_root, {alone_cache / "models" / "g", gpt2}, false);
+
+  const auto cache = darkbert::test::scratch_dir("models_in_cache_at_once");
+  const auto root = darkbert::DataRoot::single(darkbert::test::data_dir(), cache);
+  std::ostringstream log;
+  const auto dirs = darkbert::models_in_cache(root, {{cache / "models" / "b", bert}, {cache / "models" / "g", gpt2}}, false, &log);
+  REQUIRE(dirs.size() == 2);
+  CHECK(dirs[0] == cache / "models" / "b");
+  CHECK(dirs[1] == cache / "models" / "g");
+  CHECK(bytes_of(dirs[0] / "model.safetensors") == bytes_of(bert_alone / "model.safetensors"));
+  CHECK(bytes_of(dirs[1] / "model.safetensors") == bytes_of(gpt2_alone / "model.safetensors"));
+  CHECK(bytes_of(dirs[0] / "eval.csv").substr(0, 40) == bytes_of(bert_alone / "eval.csv").substr(0, 40));
+  const std::string text = log.str();
+  CHECK(text.find("pretraining 2 models at once") != std::string::npos);
+  CHECK(text.find("model cache: saved " + dirs[0].string()) != std::string::npos);
+  CHECK(text.find("model cache: saved " + dirs[1].string()) != std::string::npos);
+
+  // Both cached now: served as they are, in the order asked, nothing logged.
+  std::ostringstream again;
+  CHECK(darkbert::models_in_cache(root, {{dirs[1], gpt2}, {dirs[0], bert}}, false, &again) ==
+        std::vector<fs::path>{dirs[1], dirs[0]});
+  CHECK(again.str().empty());
+
+  // A training that fails is reported once the other has finished its model.
+  auto broken = gpt2;
+  broken.batch = 0;
+  const auto cache3 = darkbert::test::scratch_dir("models_in_cache_error");
+  const auto root3 = darkbert::DataRoot::single(darkbert::test::data_dir(), cache3);
+  const auto message = darkbert::test::message_of(
+      [&] { darkbert::models_in_cache(root3, {{cache3 / "models" / "b", bert}, {cache3 / "models" / "g", broken}}, false); });
+  CHECK(message == "pretraining recipe: layers, hidden, heads, ff, seq and batch must be positive");
+  CHECK(fs::is_regular_file(cache3 / "models" / "b" / "model.safetensors"));
+  CHECK_FALSE(fs::exists(cache3 / "models" / "g"));
 }

@@ -31,6 +31,7 @@
 #include "../core/error.hpp"
 #include "../core/matrix.hpp"
 #include "../core/progress.hpp"
+#include "../core/threads.hpp"
 #include "../hooks/masking_policy.hpp"
 #include "../model/transformer.hpp"
 #include "predictions.hpp"  // append_sequence_predictions
@@ -127,6 +128,7 @@ class AblationSweep {
     if (!batches_.empty()) model_.forward_into(batches_.front(), {}, base);  // warm-up, outside the timing
     const auto start = std::chrono::steady_clock::now();
     for (const auto& batch : batches_) {
+      adopt_thread_share();  // a worker beside others takes the threads they gave back (core/threads.hpp)
       ForwardOptions<T> options;
       options.keep_attentions = false;
       options.keep_hidden_states = cached;  // the prefix cache

@@ -86,9 +86,9 @@ inline StudyRun reproduce(const ReproduceOptions& options) {
 }
 
 /// Two architectures' studies: `first` (its `arch`) in first.out and `second_arch`'s default model in
-/// `first.out / second_arch`, their units in one pool of workers (both models are planned, and trained if
-/// absent, first), then the second's report and the first's with the second beside it. Returns both runs,
-/// in that order.
+/// `first.out / second_arch`, their units in one pool of workers (both models are trained if absent, at
+/// once, then planned), then the second's report and the first's with the second beside it. Returns both
+/// runs, in that order.
 inline std::pair<StudyRun, StudyRun> reproduce_side_by_side(ReproduceOptions first, const std::string& second_arch) {
   require(first.model.empty(), "reproduce: two architectures study their default models; --model is one study");
   require(second_arch != first.arch, "reproduce: --arch names ", second_arch, " twice");
@@ -97,6 +97,9 @@ inline std::pair<StudyRun, StudyRun> reproduce_side_by_side(ReproduceOptions fir
   second.arch = second_arch, second.out = first.out / second_arch;
   first.companion = second.out;
   const auto root = DataRoot::from_environment();
+  if (!first.plan_only)  // both models, the absent ones pretrained at once (train/default_models.hpp)
+    models_in_cache(root, {detail::study_model_entry(root, first.arch, first.quick), detail::study_model_entry(root, second_arch, first.quick)},
+                    first.show_progress, first.log);
   auto first_plan = plan_study(root, first);
   auto second_plan = plan_study(root, second);
   // The wider model sets how well a unit uses the threads.

@@ -150,24 +150,11 @@ inline std::filesystem::path quick_model_dir(const DataRoot& root, const std::st
   return root.cache_dir() / "models" / ("quick-study-" + arch + "-v1");
 }
 
-// The seconds-long model of a quick run without --model: the tiny recipe, trained in `<dir>.partial` under a
-// lock (shards starting at once take turns) and renamed into place, so the folder is absent or whole.
-inline std::filesystem::path quick_model(const DataRoot& root, const std::string& arch, std::ostream* log, bool show_progress) {
-  namespace fs = std::filesystem;
-  const fs::path dir = quick_model_dir(root, arch);
-  auto done = [&] { return fs::exists(dir / "model.safetensors") && fs::exists(dir / "config.json"); };
-  if (done()) return dir;
-  fs::create_directories(dir.parent_path());
-  const FileLock lock(fs::path(dir.string() + ".lock"));
-  if (done()) return dir;  // trained by another process while this one waited
-  const fs::path partial = dir.string() + ".partial";
-  if (log) *log << "reproduce --quick: pretraining a seconds-long model (tiny recipe, 120 steps) into " << dir.string() << "\n";
-  run_pretraining(root, {.out = partial, .recipe = quick_model_recipe(arch), .resume = true, .show_progress = show_progress, .log = log});
-  fs::remove_all(partial / "checkpoint");
-  std::error_code ec;
-  fs::remove_all(dir, ec);
-  fs::rename(partial, dir);
-  return dir;
+// The cache entry of the model a study without --model analyses: the quick run's seconds-long model, or
+// `arch`'s default model.
+inline CacheEntry study_model_entry(const DataRoot& root, const std::string& arch, bool quick) {
+  if (quick) return {quick_model_dir(root, arch), quick_model_recipe(arch)};
+  return {default_model_dir(root, arch), named_recipe(default_recipe_name(arch), arch)};
 }
 
 // How a path appears in the study's result files: relative to the study folder when inside it (a fine-tuned
@@ -205,17 +192,17 @@ inline StudyPlan plan_study(const DataRoot& root, const ReproduceOptions& o) {
   if (!o.model.empty()) {
     run.model = o.model;
     run.model_description = "the checkpoint " + o.model.string();
-  } else if (o.quick) {
-    run.model = o.plan_only ? detail::quick_model_dir(root, o.arch) : detail::quick_model(root, o.arch, o.log, o.show_progress);
-    if (o.plan_only && !fs::exists(run.model / "config.json")) planned_config = recipe_config(detail::quick_model_recipe(o.arch));
-    run.model_description = "a seconds-long " + std::string(o.arch == "gpt2" ? "GPT-2" : "BERT") +
-                            " (the tiny recipe; --quick checks the steps, not the findings)";
   } else {
-    const std::string recipe = default_recipe_name(o.arch);
-    run.model = o.plan_only ? default_model_dir(root, o.arch) : default_model(root, o.arch, {.show_progress = o.show_progress, .log = o.log});
-    if (o.plan_only && !fs::exists(run.model / "config.json")) planned_config = recipe_config(named_recipe(recipe, o.arch));
-    run.model_description = "darkbert's default " + std::string(o.arch == "gpt2" ? "GPT-2" : "study model") + " (recipe `" + recipe +
-                            "`, " + default_model_dir(root, o.arch).filename().string() + ")";
+    // Trained into the cache on first use (a quick run's in seconds; reproduce_side_by_side trains both
+    // architectures' at once before planning).
+    const auto entry = detail::study_model_entry(root, o.arch, o.quick);
+    run.model = o.plan_only ? entry.dir : model_in_cache(root, entry, o.show_progress, o.log);
+    if (o.plan_only && !fs::exists(run.model / "config.json")) planned_config = recipe_config(entry.recipe);
+    run.model_description =
+        o.quick ? "a seconds-long " + std::string(o.arch == "gpt2" ? "GPT-2" : "BERT") +
+                      " (the tiny recipe; --quick checks the steps, not the findings)"
+                : "darkbert's default " + std::string(o.arch == "gpt2" ? "GPT-2" : "study model") + " (recipe `" +
+                      default_recipe_name(o.arch) + "`, " + entry.dir.filename().string() + ")";
   }
   const auto config = planned_config ? *planned_config : ModelConfig::from_json_file(run.model / "config.json");
   run.causal = config.causal;

@@ -63,7 +63,8 @@ struct WorkUnit {
 struct RunUnitsOptions {
   std::string label = "study";  ///< progress bar label
   bool show_progress = true;    ///< progress bar on stderr
-  int workers = 1;              ///< units at once, each worker on num_threads() / workers threads (at least one)
+  int workers = 1;              ///< units at once, each worker on num_threads() / workers threads (at least one;
+                                ///< more once the others are done: ThreadShares)
 };
 
 /// The OpenMP threads each of `workers` workers runs its units on: an equal share, at least one.
@@ -231,6 +232,7 @@ inline std::vector<RunUnitsSummary> run_unit_lists(const std::vector<UnitList>& 
   std::mutex mutex;  // guards the progress bar, the summaries and the pool's state below
   auto run_counted = [&](std::size_t l, std::size_t i) {
     const auto& u = (*lists[l].units)[i];
+    adopt_thread_share();
     {
       const std::lock_guard<std::mutex> lock(mutex);
       progress.set_note(u.id);
@@ -255,9 +257,11 @@ inline std::vector<RunUnitsSummary> run_unit_lists(const std::vector<UnitList>& 
   } else {
     std::size_t next = 0;
     std::exception_ptr error;
-    const int threads = threads_per_worker(workers);
+    // Each worker starts on its share of the threads; when the chains run out, a worker that is done gives
+    // its share to those still in a unit (at their next training step or evaluation batch).
+    ThreadShares shares(num_threads(), workers);
     auto work = [&] {
-      set_num_threads(threads);  // this thread's OpenMP teams
+      const ThreadShareScope share(shares);
       for (;;) {
         std::size_t c;
         {
@@ -280,12 +284,10 @@ inline std::vector<RunUnitsSummary> run_unit_lists(const std::vector<UnitList>& 
         }
       }
     };
-    const int caller_threads = num_threads();
     std::vector<std::thread> pool;
     for (int w = 1; w < workers; ++w) pool.emplace_back(work);
-    work();  // the calling thread is a worker too
+    work();  // the calling thread is a worker too (its thread count is restored when it is done)
     for (auto& t : pool) t.join();
-    set_num_threads(caller_threads);
     if (error) std::rethrow_exception(error);
   }
   progress.finish();

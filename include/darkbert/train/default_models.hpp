@@ -17,13 +17,19 @@
 /// model the first trained.
 
 
+#include <exception>   // std::exception_ptr, std::current_exception, std::rethrow_exception
 #include <filesystem>  // std::filesystem
+#include <mutex>       // std::mutex, std::lock_guard
 #include <optional>    // std::optional
 #include <ostream>     // std::ostream
 #include <string>      // std::string
+#include <thread>      // std::thread
+#include <vector>      // std::vector
 
 #include "../core/error.hpp"
 #include "../core/file_lock.hpp"
+#include "../core/line_log.hpp"
+#include "../core/threads.hpp"
 #include "../data/root.hpp"
 #include "pretraining_recipe.hpp"
 #include "pretraining_run.hpp"
@@ -72,6 +78,12 @@ struct DefaultModelOptions {
   std::ostream* log = nullptr;           ///< what happens (may be null)
 };
 
+/// A folder of the model cache and the recipe that trains it (model_in_cache).
+struct CacheEntry {
+  std::filesystem::path dir;  ///< e.g. cached_model_dir(root, "study", "gpt2")
+  PretrainRecipe recipe;      ///< what trains it when it is absent
+};
+
 namespace detail {
 
 inline bool is_model_folder(const std::filesystem::path& dir) {
@@ -81,33 +93,82 @@ inline bool is_model_folder(const std::filesystem::path& dir) {
 
 }  // namespace detail
 
-/// The folder of the model `recipe` (study or mini) trains for `arch`: from the cache, or pretrained into
-/// it first. Training happens in `<dir>.partial` (resumed if a first use was killed), and the finished
-/// folder is renamed into place, so `<dir>` is either absent or whole.
-inline std::filesystem::path cached_model(const DataRoot& root, const std::string& recipe, const std::string& arch,
-                                          const DefaultModelOptions& o = {}) {
+/// `entry.dir` if it holds a model, else `entry.recipe` pretrained into it first: in `<dir>.partial`
+/// (resumed if a first use was killed), then renamed into place, so `<dir>` is either absent or whole. Two
+/// processes or threads asking at once take turns on a lock file; the second finds what the first trained.
+inline std::filesystem::path model_in_cache(const DataRoot& root, const CacheEntry& entry, bool show_progress = true,
+                                            std::ostream* log = nullptr) {
   namespace fs = std::filesystem;
-  const fs::path dir = cached_model_dir(root, recipe, arch);
+  const fs::path& dir = entry.dir;
   if (detail::is_model_folder(dir)) return dir;
   fs::create_directories(dir.parent_path());
   const FileLock lock(fs::path(dir.string() + ".lock"));
   if (detail::is_model_folder(dir)) return dir;  // trained by another process while this one waited
 
   const fs::path partial = dir.string() + ".partial";
-  if (o.log)
-    *o.log << "default model: no " << recipe << "-" << arch << " in " << dir.string() << "; pretraining it with the "
-           << (o.recipe ? "given" : recipe) << " recipe into " << partial.string()
-           << " (first use only; a killed run resumes)" << std::endl;
-  const auto result = run_pretraining(root, {.out = partial, .recipe = o.recipe.value_or(named_recipe(recipe, arch)),
-                                             .resume = true, .show_progress = o.show_progress, .log = o.log});
+  if (log)
+    *log << "model cache: no " << dir.filename().string() << " in " << dir.parent_path().string() << "; pretraining it ("
+         << entry.recipe.arch << ", " << entry.recipe.steps << " steps) into " << partial.string()
+         << " (first use only; a killed run resumes)" << std::endl;
+  const auto result = run_pretraining(root, {.out = partial, .recipe = entry.recipe, .resume = true,
+                                             .show_progress = show_progress, .log = log,
+                                             .progress_label = "pretrain " + dir.filename().string()});
   fs::remove_all(partial / "checkpoint");  // only needed to resume; the model is the folder itself
   std::error_code ec;
   fs::remove_all(dir, ec);  // a folder without a model (e.g. emptied by hand)
   fs::rename(partial, dir);
-  if (o.log)
-    *o.log << "default model: saved " << dir.string() << " (held-out accuracy " << result.heldout.accuracy << " after "
-           << result.state.step << " steps)" << std::endl;
+  if (log)
+    *log << "model cache: saved " << dir.string() << " (held-out accuracy " << result.heldout.accuracy << " after "
+         << result.state.step << " steps)" << std::endl;
   return dir;
+}
+
+/// model_in_cache for every entry, the absent ones pretrained at once: each on an equal share of this
+/// thread's OpenMP threads, and the share of one that is done goes to those still training
+/// (core/threads.hpp). Pretraining gives the same bits on any thread count, so every model is the one
+/// model_in_cache alone would train (tests/test_train_default_models.cpp). Log lines stay whole
+/// (core/line_log.hpp). An error in one training is rethrown once the others have finished. Returns the
+/// folders in the order of `entries`.
+inline std::vector<std::filesystem::path> models_in_cache(const DataRoot& root, const std::vector<CacheEntry>& entries,
+                                                          bool show_progress = true, std::ostream* log = nullptr) {
+  std::vector<std::size_t> absent;
+  for (std::size_t i = 0; i < entries.size(); ++i)
+    if (!detail::is_model_folder(entries[i].dir)) absent.push_back(i);
+  std::vector<std::filesystem::path> dirs(entries.size());
+  if (absent.size() > 1) {
+    std::mutex lines;  // the log's, and the error's
+    std::exception_ptr error;
+    ThreadShares shares(num_threads(), static_cast<int>(absent.size()));
+    auto train = [&](std::size_t i) {
+      const ThreadShareScope share(shares);
+      LineLog own_log(log, lines);
+      try {
+        dirs[i] = model_in_cache(root, entries[i], show_progress, log ? &own_log : nullptr);
+      } catch (...) {
+        const std::lock_guard<std::mutex> guard(lines);
+        if (!error) error = std::current_exception();
+      }
+    };
+    if (log)
+      *log << "model cache: pretraining " << absent.size() << " models at once, each on its share of " << num_threads()
+           << (num_threads() == 1 ? " thread" : " threads") << std::endl;
+    std::vector<std::thread> others;
+    for (std::size_t k = 1; k < absent.size(); ++k) others.emplace_back(train, absent[k]);
+    train(absent.front());  // the calling thread trains one too
+    for (auto& t : others) t.join();
+    if (error) std::rethrow_exception(error);
+  }
+  for (std::size_t i = 0; i < entries.size(); ++i)
+    if (dirs[i].empty()) dirs[i] = model_in_cache(root, entries[i], show_progress, log);
+  return dirs;
+}
+
+/// The folder of the model `recipe` (study or mini) trains for `arch`: from the cache, or pretrained into
+/// it first (model_in_cache; `o.recipe` instead of the named one).
+inline std::filesystem::path cached_model(const DataRoot& root, const std::string& recipe, const std::string& arch,
+                                          const DefaultModelOptions& o = {}) {
+  return model_in_cache(root, {cached_model_dir(root, recipe, arch), o.recipe.value_or(named_recipe(recipe, arch))},
+                        o.show_progress, o.log);
 }
 
 /// The folder of the default model of `arch` (bert or gpt2: the `study` recipe), pretrained into the

@@ -28,6 +28,7 @@
 #include "../analysis/predictions.hpp"  // append_sequence_predictions
 #include "../core/error.hpp"
 #include "../core/progress.hpp"
+#include "../core/threads.hpp"
 #include "../data/seeded_shuffle.hpp"  // seeded_permutation
 #include "../model/transformer.hpp"
 #include "labelled_texts.hpp"
@@ -73,6 +74,7 @@ std::vector<double> predict(const Transformer<T>& model, const LabelledTexts& te
   ForwardResult<T> result;
   const EvaluationBatches eval = evaluation_batches(texts, batch_size, pad_id, token_types_for(model.config()));
   for (const auto& batch : eval.batches) {
+    adopt_thread_share();
     model.forward_into(batch, options, result);
     append_sequence_predictions(result, sorted);
   }
@@ -117,6 +119,7 @@ FineTuneHistory fine_tune(Transformer<T>& model, const LabelledTexts& train, int
     const auto batches = detail::epoch_batches(train, o, o.seed + static_cast<std::uint64_t>(epoch));
     double loss_sum = 0;
     for (std::size_t b = 0; b < batches.size(); ++b) {
+      adopt_thread_share();  // a worker beside others takes the threads they gave back (core/threads.hpp)
       const std::span<const std::size_t> rows(batches[b]);
       const Batch batch = batch_of(train, rows, pad_id, token_types_for(model.config()), &labels);
       const double value = training.forward_backward(model, batch, labels, {.dropout = o.dropout, .seed = o.seed,

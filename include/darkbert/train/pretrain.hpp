@@ -32,6 +32,7 @@
 
 #include "../core/error.hpp"
 #include "../core/progress.hpp"
+#include "../core/threads.hpp"
 #include "../model/transformer.hpp"
 #include "optimizer.hpp"
 #include "pretraining_task.hpp"
@@ -54,6 +55,7 @@ struct PretrainOptions {
   bool show_progress = true;  ///< a progress bar with loss and tokens/s
   int short_length = 0;         ///< tokens per example in the short phase (0 = no short phase)
   double short_fraction = 0;    ///< share of the schedule's steps in the short phase
+  std::string progress_label = "pretrain";  ///< the progress bar's name
 
   /// Tokens per training example at `step` of a schedule of `total_steps` (0 = not known yet: the start).
   int length_at(std::int64_t step, std::int64_t total_steps, int max_length) const {
@@ -134,8 +136,9 @@ PretrainState pretrain(Transformer<T>& model, AdamW<T>& optimizer, PretrainingTa
   };
   if (state.step == 0) report();
   const std::int64_t first_step = state.step;
-  Progress progress("pretrain", static_cast<long>(state.total_steps ? state.total_steps - first_step : 0), o.show_progress);
+  Progress progress(o.progress_label, static_cast<long>(state.total_steps ? state.total_steps - first_step : 0), o.show_progress);
   while (!done()) {
+    adopt_thread_share();  // a worker beside others takes the threads they gave back (core/threads.hpp)
     const auto start = Clock::now();
     const int length = o.length_at(state.step, state.total_steps, task.max_length());
     if (state.length == 0) state.length = length;  // a fresh run, or a checkpoint from before two lengths

@@ -60,6 +60,7 @@ struct PretrainingRunOptions {
   bool resume = false;        ///< continue from out/checkpoint if there is one
   bool show_progress = true;  ///< progress bars on stderr
   std::ostream* log = nullptr;  ///< the settings, evaluations and resumption (may be null)
+  std::string progress_label = "pretrain";  ///< the progress bar's name (two models training at once)
   std::function<void(const PretrainState&)> after_step;  ///< e.g. stopping a test run at a given step
 };
 
@@ -238,7 +239,7 @@ inline PretrainingResult run_pretraining(const DataRoot& root, const Pretraining
                                 .steps = r.steps, .minutes = r.steps > 0 ? 0.0 : r.minutes, .seed = r.seed,
                                 .eval_every = r.eval_every, .checkpoint_every = r.checkpoint_every,
                                 .show_progress = o.show_progress, .short_length = r.short_seq,
-                                .short_fraction = r.short_fraction};
+                                .short_fraction = r.short_fraction, .progress_label = o.progress_label};
   state = pretrain(model, optimizer, task, options, state,
                    {.evaluate = evaluate, .checkpoint = checkpoint, .after_step = o.after_step});
 
