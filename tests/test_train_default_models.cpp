@@ -99,25 +99,27 @@ TEST_CASE("default_model names a wrong architecture") {
 }
 
 TEST_CASE("models_in_cache pretrains the absent models at once, each the model it would be alone") {
-  auto gpt2 = darkbert::named_recipe("tiny", "gpt2");
-  gpt2.steps = 8, gpt2.max_documents = 30, gpt2.probe_pairs = 4, gpt2.eval_every = 4, gpt2.checkpoint_every = 4;
-  auto bert = quick_recipe();
-  bert.steps = 12;  // the longer one trains on, alone, once the GPT-2 is done
+  // Two small BERTs (a GPT-2's 50k-token output layer would only make the test slower, not stricter).
+  auto shorter = quick_recipe();  // other weights
+  shorter.steps = 8, shorter.seed = 7, shorter.eval_every = 8, shorter.checkpoint_every = 8;
+  auto longer = quick_recipe();
+  longer.steps = 12, longer.eval_every = 12, longer.checkpoint_every = 12;  // trains on, alone, once the other is done
   const auto alone_cache = darkbert::test::scratch_dir("models_in_cache_alone");
   const auto alone_root = darkbert::DataRoot::single(darkbert::test::data_dir(), alone_cache);
-  const auto bert_alone = darkbert::model_in_cache(alone_root, {alone_cache / "models" / "b", bert}, false);
-  const auto gpt2_alone = darkbert::model_in_cache(alone_root, {alone_cache / "models" / "g", gpt2}, false);
+  const auto longer_alone = darkbert::model_in_cache(alone_root, {alone_cache / "models" / "long", longer}, false);
+  const auto shorter_alone = darkbert::model_in_cache(alone_root, {alone_cache / "models" / "short", shorter}, false);
 
   const auto cache = darkbert::test::scratch_dir("models_in_cache_at_once");
   const auto root = darkbert::DataRoot::single(darkbert::test::data_dir(), cache);
   std::ostringstream log;
-  const auto dirs = darkbert::models_in_cache(root, {{cache / "models" / "b", bert}, {cache / "models" / "g", gpt2}}, false, &log);
+  const auto dirs = darkbert::models_in_cache(root, {{cache / "models" / "long", longer}, {cache / "models" / "short", shorter}}, false, &log);
   REQUIRE(dirs.size() == 2);
-  CHECK(dirs[0] == cache / "models" / "b");
-  CHECK(dirs[1] == cache / "models" / "g");
-  CHECK(bytes_of(dirs[0] / "model.safetensors") == bytes_of(bert_alone / "model.safetensors"));
-  CHECK(bytes_of(dirs[1] / "model.safetensors") == bytes_of(gpt2_alone / "model.safetensors"));
-  CHECK(bytes_of(dirs[0] / "eval.csv").substr(0, 40) == bytes_of(bert_alone / "eval.csv").substr(0, 40));
+  CHECK(dirs[0] == cache / "models" / "long");
+  CHECK(dirs[1] == cache / "models" / "short");
+  CHECK(bytes_of(dirs[0] / "model.safetensors") == bytes_of(longer_alone / "model.safetensors"));
+  CHECK(bytes_of(dirs[1] / "model.safetensors") == bytes_of(shorter_alone / "model.safetensors"));
+  CHECK(bytes_of(dirs[0] / "model.safetensors") != bytes_of(dirs[1] / "model.safetensors"));
+  CHECK(bytes_of(dirs[0] / "eval.csv").substr(0, 40) == bytes_of(longer_alone / "eval.csv").substr(0, 40));
   const std::string text = log.str();
   CHECK(text.find("pretraining 2 models at once") != std::string::npos);
   CHECK(text.find("model cache: saved " + dirs[0].string()) != std::string::npos);
@@ -125,18 +127,18 @@ TEST_CASE("models_in_cache pretrains the absent models at once, each the model i
 
   // Both cached now: served as they are, in the order asked, nothing logged.
   std::ostringstream again;
-  CHECK(darkbert::models_in_cache(root, {{dirs[1], gpt2}, {dirs[0], bert}}, false, &again) ==
+  CHECK(darkbert::models_in_cache(root, {{dirs[1], shorter}, {dirs[0], longer}}, false, &again) ==
         std::vector<fs::path>{dirs[1], dirs[0]});
   CHECK(again.str().empty());
 
   // A training that fails is reported once the other has finished its model.
-  auto broken = gpt2;
+  auto broken = shorter;
   broken.batch = 0;
   const auto cache3 = darkbert::test::scratch_dir("models_in_cache_error");
   const auto root3 = darkbert::DataRoot::single(darkbert::test::data_dir(), cache3);
   const auto message = darkbert::test::message_of(
-      [&] { darkbert::models_in_cache(root3, {{cache3 / "models" / "b", bert}, {cache3 / "models" / "g", broken}}, false); });
+      [&] { darkbert::models_in_cache(root3, {{cache3 / "models" / "long", longer}, {cache3 / "models" / "short", broken}}, false); });
   CHECK(message == "pretraining recipe: layers, hidden, heads, ff, seq and batch must be positive");
-  CHECK(fs::is_regular_file(cache3 / "models" / "b" / "model.safetensors"));
-  CHECK_FALSE(fs::exists(cache3 / "models" / "g"));
+  CHECK(fs::is_regular_file(cache3 / "models" / "long" / "model.safetensors"));
+  CHECK_FALSE(fs::exists(cache3 / "models" / "short"));
 }

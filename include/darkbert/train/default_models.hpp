@@ -2,7 +2,7 @@
 /// @file
 /// The embedded default models: a BERT and a GPT-2 pretrained from scratch with the `study` recipe
 /// (train/pretraining_recipe.hpp) on the data root's corpus; `cached_model` gives the others (`mini` BERT
-/// and GPT-2). No pretrained weights can be downloaded, so
+/// and GPT-2), `models_in_cache` several at once. No pretrained weights can be downloaded, so
 /// these are what the reproduction examples analyse when no checkpoint is given. They are trained on first
 /// use (within 45 minutes each on two cores) and cached in `<cache>/models/` (data/root.hpp), never shipped.
 ///
@@ -106,10 +106,15 @@ inline std::filesystem::path model_in_cache(const DataRoot& root, const CacheEnt
   if (detail::is_model_folder(dir)) return dir;  // trained by another process while this one waited
 
   const fs::path partial = dir.string() + ".partial";
-  if (log)
+  if (log) {
     *log << "model cache: no " << dir.filename().string() << " in " << dir.parent_path().string() << "; pretraining it ("
-         << entry.recipe.arch << ", " << entry.recipe.steps << " steps) into " << partial.string()
-         << " (first use only; a killed run resumes)" << std::endl;
+         << entry.recipe.arch << ", ";
+    if (entry.recipe.steps > 0)
+      *log << entry.recipe.steps << " steps";
+    else
+      *log << entry.recipe.minutes << " minutes";
+    *log << ") into " << partial.string() << " (first use only; a killed run resumes)" << std::endl;
+  }
   const auto result = run_pretraining(root, {.out = partial, .recipe = entry.recipe, .resume = true,
                                              .show_progress = show_progress, .log = log,
                                              .progress_label = "pretrain " + dir.filename().string()});
