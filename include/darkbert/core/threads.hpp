@@ -20,6 +20,9 @@ inline void set_num_threads(int n) {
 /// Threads darkbert's parallel phases use.
 inline int num_threads() { return omp_get_max_threads(); }
 
+/// The threads each of `workers` workers gets of `threads`: an equal share, at least one.
+inline int equal_thread_share(int threads, int workers) { return std::max(1, threads / std::max(1, workers)); }
+
 /// The threads of workers that run at once (the study's units, two models pretraining): each worker holds
 /// an equal share of `threads` (at least one), and a worker that is done gives its share back to those
 /// still working, which take it at their next step (adopt_thread_share). A step's bits do not depend on
@@ -32,7 +35,7 @@ class ThreadShares {
   ThreadShares& operator=(const ThreadShares&) = delete;
 
   /// The threads each working worker may use now.
-  int share() const { return std::max(1, threads_ / std::max(1, working_.load())); }
+  int share() const { return equal_thread_share(threads_, working_.load()); }
   /// A worker is done: its threads go to the others.
   void leave() { working_.fetch_sub(1); }
 

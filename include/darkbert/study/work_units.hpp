@@ -68,7 +68,7 @@ struct RunUnitsOptions {
 };
 
 /// The OpenMP threads each of `workers` workers runs its units on: an equal share, at least one.
-inline int threads_per_worker(int workers) { return std::max(1, num_threads() / std::max(workers, 1)); }
+inline int threads_per_worker(int workers) { return equal_thread_share(num_threads(), workers); }
 
 /// One study's units, the folder they go to and the fingerprint that folder must carry: run_unit_lists
 /// runs several studies' units in one pool (both architectures of `darkbert reproduce`).
