@@ -1,6 +1,7 @@
 // darkbert pretrain --arch bert|gpt2 --out DIR [--recipe mini|reference|tiny] [--minutes M | --steps N] [--resume]
 //                   [--layers --hidden --heads --ff --seq --batch --lr --warmup] [--seed N] [--max-documents N]
-//                   [--eval-every N] [--checkpoint-every N] [--probe-pairs 200] [--quiet]
+//                   [--eval-every N] [--checkpoint-every N] [--probe-pairs 200] [--grow-from N --grow-fraction F]
+//                   [--quiet]
 //
 // Pretrains a model from scratch on the corpus of the data root: a recipe (train/pretraining_recipe.hpp)
 // with any field overridden by its flag, run by run_pretraining (train/pretraining_run.hpp: what DIR
@@ -34,13 +35,14 @@ struct PretrainCommand {
   bool resume = false, quiet = false;
   std::int64_t kill_after_step = 0;  // testing crash safety: SIGKILL this process after that step
   // Overrides (unset = the recipe's value).
-  std::optional<int> layers, hidden, heads, ff, seq, short_seq;
+  std::optional<int> layers, hidden, heads, ff, seq, short_seq, grow_from;
   std::optional<std::size_t> batch, max_documents, probe_pairs;
   std::optional<double> lr;
-  std::optional<std::int64_t> warmup, eval_every, checkpoint_every, softmax_draws;
+  std::optional<std::int64_t> warmup, eval_every, checkpoint_every, softmax_draws, grow_warmup;
   std::optional<std::uint64_t> seed;
   std::optional<std::string> position_init;
-  std::optional<double> dropout, attention_dropout, position_rms, mask_prob, short_fraction, predicted_fraction;
+  std::optional<double> dropout, attention_dropout, position_rms, mask_prob, short_fraction, predicted_fraction,
+      grow_fraction;
 
   PretrainRecipe settings() const {
     PretrainRecipe r = named_recipe(recipe, arch);
@@ -55,6 +57,7 @@ struct PretrainCommand {
     set(r.position_rms, position_rms), set(r.mask_prob, mask_prob);
     set(r.short_seq, short_seq), set(r.short_fraction, short_fraction), set(r.predicted_fraction, predicted_fraction);
     set(r.softmax_draws, softmax_draws);
+    set(r.grow_from, grow_from), set(r.grow_fraction, grow_fraction), set(r.grow_warmup, grow_warmup);
     return r;
   }
 };
@@ -123,6 +126,13 @@ void add_pretrain_command(CLI::App& app) {
   cmd->add_option("--attention-dropout", o->attention_dropout,
                   "Override: dropout on the attention probabilities alone (default: --dropout)")
       ->check(CLI::Range(0.0, 0.99));
+  cmd->add_option("--grow-from", o->grow_from,
+                  "Override: GPT-2 trains with this many blocks first, then grows to --layers (0 = no growth)")
+      ->check(CLI::Range(0, 1 << 12));
+  cmd->add_option("--grow-fraction", o->grow_fraction, "Override: share of the steps before growing")
+      ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--grow-warmup", o->grow_warmup, "Override: steps over which the learning rate warms up again after growing")
+      ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 30));
   cmd->add_option("--probe-pairs", o->probe_pairs, "Override: MRPC dev pairs for the per-head attention masses");
   cmd->add_flag("--quiet", o->quiet, "No progress bar");
   cmd->add_option("--kill-after-step", o->kill_after_step, "Testing: kill this process (SIGKILL) after step N");

@@ -24,7 +24,7 @@
 #include "../core/kernel_dispatch.hpp"  // kernel_path, DARKBERT_AVX512_TARGET, DARKBERT_AVX2_TARGET
 #include "../core/matrix.hpp"
 #if DARKBERT_HAS_AVX2_KERNEL
-#include "../core/detail/vector_math_avx2.hpp"  // exp_avx2, erf_avx2, tanh_avx2, first_lanes
+#include "../core/detail/vector_math_avx2.hpp"  // exp_avx2, erf_avx2, tanh_avx2, load_first, store_first
 #endif
 
 namespace darkbert {
@@ -121,8 +121,7 @@ DARKBERT_AVX2_TARGET inline __m256 gelu_tanh_inner_avx2(__m256 x) {
 DARKBERT_AVX2_TARGET inline void activate_avx2(float* x, Index n, Activation f) {
   using namespace darkbert::detail::avx2;
   for (Index i = 0; i < n; i += 8) {
-    const __m256i lanes = first_lanes(n - i);
-    const __m256 v = _mm256_maskload_ps(x + i, lanes);
+    const __m256 v = load_first(x + i, n - i);
     __m256 y = v;
     if (f == Activation::gelu_erf) {
       y = gelu_erf_avx2(v);
@@ -132,7 +131,7 @@ DARKBERT_AVX2_TARGET inline void activate_avx2(float* x, Index n, Activation f) 
     } else if (f == Activation::tanh) {
       y = tanh_avx2(v);
     }
-    _mm256_maskstore_ps(x + i, lanes, y);
+    store_first(x + i, n - i, y);
   }
 }
 
@@ -142,8 +141,7 @@ DARKBERT_AVX2_TARGET inline void gelu_backward_avx2(const float* x, float* grad,
   using namespace darkbert::detail::avx2;
   const __m256 half = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.0f);
   for (Index i = 0; i < n; i += 8) {
-    const __m256i lanes = first_lanes(n - i);
-    const __m256 v = _mm256_maskload_ps(x + i, lanes);
+    const __m256 v = load_first(x + i, n - i);
     __m256 derivative;
     if (f == Activation::gelu_erf) {  // Φ(x) + x φ(x)
       const __m256 gauss = exp_avx2(_mm256_mul_ps(_mm256_set1_ps(-0.5f), _mm256_mul_ps(v, v)));
@@ -156,7 +154,7 @@ DARKBERT_AVX2_TARGET inline void gelu_backward_avx2(const float* x, float* grad,
       const __m256 sech2 = _mm256_fnmadd_ps(t, t, one);
       derivative = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_mul_ps(half, v), sech2), slope, _mm256_mul_ps(half, _mm256_add_ps(one, t)));
     }
-    _mm256_maskstore_ps(grad + i, lanes, _mm256_mul_ps(_mm256_maskload_ps(grad + i, lanes), derivative));
+    store_first(grad + i, n - i, _mm256_mul_ps(load_first(grad + i, n - i), derivative));
   }
 }
 DARKBERT_INTRINSICS_WARNINGS_ON

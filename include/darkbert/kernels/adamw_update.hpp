@@ -21,7 +21,7 @@
 #if DARKBERT_HAS_AVX2_KERNEL
 #include <immintrin.h>
 
-#include "../core/detail/vector_math_avx2.hpp"  // first_lanes
+#include "../core/detail/vector_math_avx2.hpp"  // load_first, store_first
 #endif
 
 namespace darkbert::kernels {
@@ -99,17 +99,18 @@ DARKBERT_AVX2_TARGET inline void adamw_update_avx2(float* p, const float* g, flo
   const __m256 scale = _mm256_set1_ps(u.grad_scale), rate = _mm256_set1_ps(u.rate);
   const __m256 eps = _mm256_set1_ps(u.eps), decay = _mm256_set1_ps(u.decay);
   for (Index i = 0; i < n; i += 8) {
-    const __m256i lanes = darkbert::detail::avx2::first_lanes(n - i);
-    const __m256 gi = _mm256_mul_ps(_mm256_maskload_ps(g + i, lanes), scale);
-    const __m256 mi = _mm256_fmadd_ps(beta1, _mm256_maskload_ps(m + i, lanes), _mm256_mul_ps(keep1, gi));
-    const __m256 vi = _mm256_fmadd_ps(beta2, _mm256_maskload_ps(v + i, lanes), _mm256_mul_ps(_mm256_mul_ps(keep2, gi), gi));
+    using darkbert::detail::avx2::load_first, darkbert::detail::avx2::store_first;
+    const Index left = n - i;
+    const __m256 gi = _mm256_mul_ps(load_first(g + i, left), scale);
+    const __m256 mi = _mm256_fmadd_ps(beta1, load_first(m + i, left), _mm256_mul_ps(keep1, gi));
+    const __m256 vi = _mm256_fmadd_ps(beta2, load_first(v + i, left), _mm256_mul_ps(_mm256_mul_ps(keep2, gi), gi));
     const __m256 step = _mm256_div_ps(_mm256_mul_ps(rate, _mm256_div_ps(mi, c1)),
                                       _mm256_add_ps(_mm256_sqrt_ps(_mm256_div_ps(vi, c2)), eps));
-    const __m256 kept = rounded(_mm256_mul_ps(_mm256_maskload_ps(p + i, lanes), decay));
+    const __m256 kept = rounded(_mm256_mul_ps(load_first(p + i, left), decay));
     const __m256 pi = _mm256_sub_ps(kept, step);
-    _mm256_maskstore_ps(m + i, lanes, mi);
-    _mm256_maskstore_ps(v + i, lanes, vi);
-    _mm256_maskstore_ps(p + i, lanes, pi);
+    store_first(m + i, left, mi);
+    store_first(v + i, left, vi);
+    store_first(p + i, left, pi);
   }
 }
 

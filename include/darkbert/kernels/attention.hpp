@@ -292,8 +292,8 @@ DARKBERT_AVX2_TARGET inline void softmax_row_avx2(float* row, Index visible) {
   using namespace darkbert::detail::avx2;
   __m256 vmax = _mm256_set1_ps(row[0]);
   for (Index j = 0; j < visible; j += 8) {
-    const __m256i lanes = first_lanes(visible - j);
-    const __m256 v = _mm256_blendv_ps(vmax, _mm256_maskload_ps(row + j, lanes), _mm256_castsi256_ps(lanes));
+    const Index n = visible - j;
+    const __m256 v = _mm256_blendv_ps(vmax, load_first(row + j, n), _mm256_castsi256_ps(first_lanes(n)));
     vmax = _mm256_max_ps(vmax, v);
   }
   __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(vmax), _mm256_extractf128_ps(vmax, 1));  // exact in any order
@@ -303,17 +303,16 @@ DARKBERT_AVX2_TARGET inline void softmax_row_avx2(float* row, Index visible) {
   __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();  // partial sums of lanes 0-7 and 8-15
   for (Index j = 0; j < visible; j += 16)
     for (Index half = 0; half < 16; half += 8) {
-      const __m256i lanes = first_lanes(visible - j - half);  // none past the row's end
-      const __m256 x = _mm256_sub_ps(_mm256_maskload_ps(row + j + half, lanes), max);
-      const __m256 e = _mm256_and_ps(exp_avx2(x), _mm256_castsi256_ps(lanes));
-      _mm256_maskstore_ps(row + j + half, lanes, e);
+      const Index n = visible - j - half;  // none past the row's end
+      const __m256 x = _mm256_sub_ps(load_first(row + j + half, n), max);
+      const __m256 e = _mm256_and_ps(exp_avx2(x), _mm256_castsi256_ps(first_lanes(n)));
+      store_first(row + j + half, n, e);
       if (half == 0) lo = _mm256_add_ps(lo, e);
       else hi = _mm256_add_ps(hi, e);
     }
   const __m256 inverse = _mm256_set1_ps(1.0f / fixed_order_lane_sum_avx2(lo, hi));
   for (Index j = 0; j < visible; j += 8) {
-    const __m256i lanes = first_lanes(visible - j);
-    _mm256_maskstore_ps(row + j, lanes, _mm256_mul_ps(_mm256_maskload_ps(row + j, lanes), inverse));
+    store_first(row + j, visible - j, _mm256_mul_ps(load_first(row + j, visible - j), inverse));
   }
 }
 
@@ -323,16 +322,14 @@ DARKBERT_AVX2_TARGET inline void softmax_backward_row_avx2(const float* p, float
   using namespace darkbert::detail::avx2;
   __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();  // partial sums of lanes 0-7 and 8-15
   for (Index j = 0; j < L; j += 16) {
-    const __m256i lanes_lo = first_lanes(L - j), lanes_hi = first_lanes(L - j - 8);
-    lo = _mm256_fmadd_ps(_mm256_maskload_ps(g + j, lanes_lo), _mm256_maskload_ps(p + j, lanes_lo), lo);
-    hi = _mm256_fmadd_ps(_mm256_maskload_ps(g + j + 8, lanes_hi), _mm256_maskload_ps(p + j + 8, lanes_hi), hi);
+    lo = _mm256_fmadd_ps(load_first(g + j, L - j), load_first(p + j, L - j), lo);
+    hi = _mm256_fmadd_ps(load_first(g + j + 8, L - j - 8), load_first(p + j + 8, L - j - 8), hi);
   }
   const __m256 dot = _mm256_set1_ps(fixed_order_lane_sum_avx2(lo, hi));
   const __m256 f = _mm256_set1_ps(factor);
   for (Index j = 0; j < L; j += 8) {
-    const __m256i lanes = first_lanes(L - j);
-    const __m256 pj = _mm256_maskload_ps(p + j, lanes), gj = _mm256_maskload_ps(g + j, lanes);
-    _mm256_maskstore_ps(g + j, lanes, _mm256_mul_ps(_mm256_mul_ps(f, pj), _mm256_sub_ps(gj, dot)));
+    const __m256 pj = load_first(p + j, L - j), gj = load_first(g + j, L - j);
+    store_first(g + j, L - j, _mm256_mul_ps(_mm256_mul_ps(f, pj), _mm256_sub_ps(gj, dot)));
   }
 }
 DARKBERT_INTRINSICS_WARNINGS_ON

@@ -24,7 +24,7 @@
 #include "../core/matrix.hpp"
 #include "../core/threads.hpp"  // for_column_blocks
 #if DARKBERT_HAS_AVX2_KERNEL
-#include "../core/detail/vector_math_avx2.hpp"  // first_lanes, fixed_order_lane_sum_avx2
+#include "../core/detail/vector_math_avx2.hpp"  // load_first, store_first, fixed_order_lane_sum_avx2
 #endif
 
 namespace darkbert::kernels {
@@ -49,11 +49,11 @@ DARKBERT_AVX2_TARGET inline void add_layer_norm_row_avx2(const float* x, const f
   __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();  // partial sums of lanes 0-7 and 8-15
   for (Index c = 0; c < cols; c += 16)
     for (Index half = 0; half < 16; half += 8) {
-      const __m256i lanes = first_lanes(cols - c - half);  // masked-off lanes load 0
-      __m256 v = _mm256_maskload_ps(x + c + half, lanes);
-      if (residual) v = _mm256_add_ps(v, _mm256_maskload_ps(residual + c + half, lanes));
-      _mm256_maskstore_ps(out + c + half, lanes, v);
-      if (sum_out) _mm256_maskstore_ps(sum_out + c + half, lanes, v);
+      const Index n = cols - c - half;  // lanes past it load 0
+      __m256 v = load_first(x + c + half, n);
+      if (residual) v = _mm256_add_ps(v, load_first(residual + c + half, n));
+      store_first(out + c + half, n, v);
+      if (sum_out) store_first(sum_out + c + half, n, v);
       if (half == 0) lo = _mm256_add_ps(lo, v);
       else hi = _mm256_add_ps(hi, v);
     }
@@ -62,9 +62,9 @@ DARKBERT_AVX2_TARGET inline void add_layer_norm_row_avx2(const float* x, const f
   lo = hi = _mm256_setzero_ps();
   for (Index c = 0; c < cols; c += 16)
     for (Index half = 0; half < 16; half += 8) {
-      const __m256i lanes = first_lanes(cols - c - half);
-      const __m256 d = _mm256_and_ps(_mm256_sub_ps(_mm256_maskload_ps(out + c + half, lanes), vmean),
-                                     _mm256_castsi256_ps(lanes));  // 0 past the row's end, not -mean
+      const Index n = cols - c - half;
+      const __m256 d = _mm256_and_ps(_mm256_sub_ps(load_first(out + c + half, n), vmean),
+                                     _mm256_castsi256_ps(first_lanes(n)));  // 0 past the row's end, not -mean
       if (half == 0) lo = _mm256_fmadd_ps(d, d, lo);
       else hi = _mm256_fmadd_ps(d, d, hi);
     }
@@ -72,10 +72,9 @@ DARKBERT_AVX2_TARGET inline void add_layer_norm_row_avx2(const float* x, const f
   const float inv = 1.0f / std::sqrt(var + eps);
   const __m256 vinv = _mm256_set1_ps(inv);
   for (Index c = 0; c < cols; c += 8) {
-    const __m256i lanes = first_lanes(cols - c);
-    const __m256 normed = _mm256_mul_ps(_mm256_sub_ps(_mm256_maskload_ps(out + c, lanes), vmean), vinv);
-    _mm256_maskstore_ps(out + c, lanes,
-                        _mm256_fmadd_ps(normed, _mm256_maskload_ps(w + c, lanes), _mm256_maskload_ps(b + c, lanes)));
+    const Index n = cols - c;
+    const __m256 normed = _mm256_mul_ps(_mm256_sub_ps(load_first(out + c, n), vmean), vinv);
+    store_first(out + c, n, _mm256_fmadd_ps(normed, load_first(w + c, n), load_first(b + c, n)));
   }
   mean_out = mean;
   rstd_out = inv;
@@ -92,11 +91,11 @@ DARKBERT_AVX2_TARGET inline void layer_norm_parameter_grads_avx2(const float* x,
     const float* gr = dy + r * cols;
     const __m256 m = _mm256_set1_ps(mean[r]), s = _mm256_set1_ps(rstd[r]);
     for (Index c = c0; c < c1; c += 8) {
-      const __m256i lanes = first_lanes(c1 - c);
-      const __m256 g = _mm256_maskload_ps(gr + c, lanes);
-      const __m256 xhat = _mm256_mul_ps(_mm256_sub_ps(_mm256_maskload_ps(xr + c, lanes), m), s);
-      _mm256_maskstore_ps(dw + c, lanes, _mm256_fmadd_ps(g, xhat, _mm256_maskload_ps(dw + c, lanes)));
-      _mm256_maskstore_ps(db + c, lanes, _mm256_add_ps(_mm256_maskload_ps(db + c, lanes), g));
+      const Index n = c1 - c;
+      const __m256 g = load_first(gr + c, n);
+      const __m256 xhat = _mm256_mul_ps(_mm256_sub_ps(load_first(xr + c, n), m), s);
+      store_first(dw + c, n, _mm256_fmadd_ps(g, xhat, load_first(dw + c, n)));
+      store_first(db + c, n, _mm256_add_ps(load_first(db + c, n), g));
     }
   }
 }
@@ -109,9 +108,9 @@ DARKBERT_AVX2_TARGET inline void layer_norm_dx_row_avx2(const float* xr, float m
   __m256 g_lo = _mm256_setzero_ps(), g_hi = _mm256_setzero_ps(), gx_lo = _mm256_setzero_ps(), gx_hi = _mm256_setzero_ps();
   for (Index c = 0; c < cols; c += 16)
     for (Index half = 0; half < 16; half += 8) {
-      const __m256i lanes = first_lanes(cols - c - half);  // masked-off lanes load 0: g = 0 there
-      const __m256 g = _mm256_mul_ps(_mm256_maskload_ps(gr + c + half, lanes), _mm256_maskload_ps(w + c + half, lanes));
-      const __m256 xhat = _mm256_mul_ps(_mm256_sub_ps(_mm256_maskload_ps(xr + c + half, lanes), m), s);
+      const Index n = cols - c - half;  // lanes past it load 0: g = 0 there
+      const __m256 g = _mm256_mul_ps(load_first(gr + c + half, n), load_first(w + c + half, n));
+      const __m256 xhat = _mm256_mul_ps(_mm256_sub_ps(load_first(xr + c + half, n), m), s);
       if (half == 0) {
         g_lo = _mm256_add_ps(g_lo, g);
         gx_lo = _mm256_fmadd_ps(g, xhat, gx_lo);
@@ -123,13 +122,13 @@ DARKBERT_AVX2_TARGET inline void layer_norm_dx_row_avx2(const float* xr, float m
   const __m256 g_mean = _mm256_set1_ps(fixed_order_lane_sum_avx2(g_lo, g_hi) / static_cast<float>(cols));
   const __m256 gx_mean = _mm256_set1_ps(fixed_order_lane_sum_avx2(gx_lo, gx_hi) / static_cast<float>(cols));
   for (Index c = 0; c < cols; c += 8) {
-    const __m256i lanes = first_lanes(cols - c);
-    const __m256 g = _mm256_mul_ps(_mm256_maskload_ps(gr + c, lanes), _mm256_maskload_ps(w + c, lanes));
-    const __m256 xhat = _mm256_mul_ps(_mm256_sub_ps(_mm256_maskload_ps(xr + c, lanes), m), s);
+    const Index n = cols - c;
+    const __m256 g = _mm256_mul_ps(load_first(gr + c, n), load_first(w + c, n));
+    const __m256 xhat = _mm256_mul_ps(_mm256_sub_ps(load_first(xr + c, n), m), s);
     // rstd · (g - mean(g) - x̂ · mean(g x̂))
     __m256 v = _mm256_mul_ps(s, _mm256_fnmadd_ps(xhat, gx_mean, _mm256_sub_ps(g, g_mean)));
-    if (accumulate) v = _mm256_add_ps(_mm256_maskload_ps(out + c, lanes), v);
-    _mm256_maskstore_ps(out + c, lanes, v);
+    if (accumulate) v = _mm256_add_ps(load_first(out + c, n), v);
+    store_first(out + c, n, v);
   }
 }
 DARKBERT_INTRINSICS_WARNINGS_ON

@@ -23,6 +23,7 @@
 /// of short_length tokens, the rest on the task's max_length. Short examples are cheaper per token and give
 /// each attention head fewer positions to choose from. Each change of length starts a new epoch.
 
+#include <algorithm>   // std::min, std::max
 #include <chrono>      // std::chrono::steady_clock
 #include <cstdint>     // std::int64_t
 #include <cstdio>      // std::snprintf
@@ -56,6 +57,19 @@ struct PretrainOptions {
   int short_length = 0;         ///< tokens per example in the short phase (0 = no short phase)
   double short_fraction = 0;    ///< share of the schedule's steps in the short phase
   std::string progress_label = "pretrain";  ///< the progress bar's name
+  std::int64_t stop_at = 0;  ///< end the loop at this step although the schedule runs on (0: at its end)
+  std::int64_t rewarm_at = 0;     ///< from this step on (a fresh optimizer: a grown model) ...
+  std::int64_t rewarm_steps = 0;  ///< ... the schedule's rate is scaled from 0 to 1 over this many steps
+
+  /// The learning rate at `step` (0 = the schedule's end not known yet: it only warms up).
+  double rate_at(std::int64_t step, std::int64_t total_steps) const {
+    const LinearSchedule schedule{.peak = learning_rate, .warmup_steps = warmup_steps,
+                                  .total_steps = total_steps ? total_steps : std::int64_t{1} << 40};
+    double rate = schedule(step);
+    if (rewarm_steps > 0 && step >= rewarm_at && step < rewarm_at + rewarm_steps)
+      rate *= static_cast<double>(step - rewarm_at) / static_cast<double>(rewarm_steps);
+    return rate;
+  }
 
   /// Tokens per training example at `step` of a schedule of `total_steps` (0 = not known yet: the start).
   int length_at(std::int64_t step, std::int64_t total_steps, int max_length) const {
@@ -132,11 +146,14 @@ PretrainState pretrain(Transformer<T>& model, AdamW<T>& optimizer, PretrainingTa
     loss_count = 0;
   };
   auto done = [&] {
-    return (state.total_steps > 0 && state.step >= state.total_steps) || (budget > 0 && state.seconds >= budget);
+    return (state.total_steps > 0 && state.step >= state.total_steps) || (budget > 0 && state.seconds >= budget) ||
+           (o.stop_at > 0 && state.step >= o.stop_at);
   };
   if (state.step == 0) report();
   const std::int64_t first_step = state.step;
-  Progress progress(o.progress_label, static_cast<long>(state.total_steps ? state.total_steps - first_step : 0), o.show_progress);
+  const std::int64_t last_step = o.stop_at > 0 && state.total_steps > 0 ? std::min(o.stop_at, state.total_steps) : state.total_steps;
+  Progress progress(o.progress_label, static_cast<long>(last_step ? std::max<std::int64_t>(0, last_step - first_step) : 0),
+                    o.show_progress);
   while (!done()) {
     adopt_thread_share();  // a worker beside others takes the threads they gave back (core/threads.hpp)
     const auto start = Clock::now();
@@ -155,10 +172,7 @@ PretrainState pretrain(Transformer<T>& model, AdamW<T>& optimizer, PretrainingTa
     const double value = training.forward_backward(model, b.batch, b.labels,
                                                    {.dropout = o.dropout, .seed = o.seed, .step = static_cast<std::uint64_t>(state.step)},
                                                    b.positions, b.candidates);
-    // Until the budget's step count is estimated, the schedule only warms up.
-    const LinearSchedule schedule{.peak = o.learning_rate, .warmup_steps = o.warmup_steps,
-                                  .total_steps = state.total_steps ? state.total_steps : std::int64_t{1} << 40};
-    optimizer.step(training.gradients(), schedule(state.step), {.max_grad_norm = o.max_grad_norm});
+    optimizer.step(training.gradients(), o.rate_at(state.step, state.total_steps), {.max_grad_norm = o.max_grad_norm});
     optimizer.zero_grad(training.gradients());
     ++state.step;
     state.offset += static_cast<std::int64_t>(o.batch_size);

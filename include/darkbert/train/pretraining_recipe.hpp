@@ -48,6 +48,9 @@ struct PretrainRecipe {
   double short_fraction = 0;              ///< share of the steps in that phase
   double predicted_fraction = 1;          ///< GPT-2: share of the training positions whose next token is predicted
   std::int64_t softmax_draws = 0;         ///< GPT-2: sampled softmax, draws per step (0 = full softmax)
+  int grow_from = 0;             ///< GPT-2: blocks of a first, shallow phase; then grown to `layers` (0 = none; grow_depth.hpp)
+  double grow_fraction = 0;      ///< share of the steps in that phase
+  std::int64_t grow_warmup = 100;  ///< after growing, the learning rate warms up again over this many steps
 
   /// Refuses settings no run can use, naming the field.
   void validate() const {
@@ -59,13 +62,27 @@ struct PretrainRecipe {
     require(steps > 0 || minutes > 0, "pretraining recipe: give a number of steps or minutes");
     require(softmax_draws >= 0, "pretraining recipe: softmax_draws is negative");
     require(softmax_draws == 0 || arch == "gpt2", "pretraining recipe: softmax_draws (sampled softmax) is for gpt2 only");
+    if (grow_from > 0) {
+      require(arch == "gpt2", "pretraining recipe: grow_from is for gpt2 only (a post-LN BERT block cannot start as the identity)");
+      require(grow_from < layers, "pretraining recipe: grow_from (", grow_from, ") must be fewer blocks than layers (", layers, ")");
+      require(grow_fraction > 0 && grow_fraction < 1, "pretraining recipe: grow_fraction (", grow_fraction,
+              ") must lie strictly between 0 and 1");
+      require(steps > 0, "pretraining recipe: growing needs a number of steps, not minutes");
+      require(grow_warmup >= 0, "pretraining recipe: grow_warmup is negative");
+    }
+  }
+
+  /// The step at which a growing run adds its blocks (0 when it does not grow).
+  std::int64_t grow_step() const {
+    return grow_from > 0 ? std::max<std::int64_t>(1, static_cast<std::int64_t>(grow_fraction * static_cast<double>(steps))) : 0;
   }
 };
 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PretrainRecipe, arch, layers, hidden, heads, ff, seq, batch, lr, warmup,
                                                 steps, minutes, seed, max_documents, eval_every, checkpoint_every,
                                                 probe_pairs, position_init, position_rms, dropout, attention_dropout, mask_prob, short_seq,
-                                                short_fraction, predicted_fraction, softmax_draws)
+                                                short_fraction, predicted_fraction, softmax_draws, grow_from, grow_fraction,
+                                                grow_warmup)
 
 /// The named recipes:
 ///   mini       small models (train/default_models.hpp): width 128, 4 heads, FFN 512,

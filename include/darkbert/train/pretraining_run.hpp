@@ -44,6 +44,7 @@
 #include "../io/checkpoint.hpp"  // read_json_file
 #include "../tokenizer/tokenizer_files.hpp"
 #include "../viz/line_chart.hpp"
+#include "grow_depth.hpp"
 #include "position_init.hpp"
 #include "pretrain.hpp"
 #include "pretraining_recipe.hpp"
@@ -180,10 +181,17 @@ inline PretrainingResult run_pretraining(const DataRoot& root, const Pretraining
                                                   .end_of_text_boundaries = true}));
   const HeadPatternProbe probe(std::move(probe_inputs));
 
-  auto model = loaded ? std::move(*loaded) : Transformer<float>::random(config, TaskHeads::for_architecture(config), r.seed);
+  // A growing recipe starts with grow_from blocks (grow_depth.hpp).
+  ModelConfig first_config = config;
+  if (r.grow_from > 0) first_config.num_layers = r.grow_from;
+  auto model = loaded ? std::move(*loaded) : Transformer<float>::random(first_config, TaskHeads::for_architecture(config), r.seed);
   if (!loaded) init_positions(model.params().embeddings.position, r.position_init, r.position_rms, Transformer<float>::random_init_std);
-  AdamW<float> optimizer(model, {.weight_decay = 0.01});
-  if (loaded) restore_optimizer(checkpoint_dir, optimizer);
+  require(model.config().num_layers == config.num_layers || model.config().num_layers == first_config.num_layers,
+          (checkpoint_dir / "config.json").string(), ": the checkpoint has ", model.config().num_layers,
+          " blocks; this run trains ", first_config.num_layers, " and then ", config.num_layers);
+  std::optional<AdamW<float>> optimizer;  // a grown model gets a fresh one
+  optimizer.emplace(model, AdamWOptions{.weight_decay = 0.01});
+  if (loaded) restore_optimizer(checkpoint_dir, *optimizer);
   fs::create_directories(o.out);
   write_file_atomically(o.out / "run.json", nlohmann::json(r).dump(2) + "\n");
   const auto eval_csv = o.out / "eval.csv", heads_csv = o.out / "head_masses.csv";
@@ -200,13 +208,18 @@ inline PretrainingResult run_pretraining(const DataRoot& root, const Pretraining
                 "warm-up %lld, %s positions (rms %g), dropout %g (attention %g), mask %g, short phase %d tokens for %g of the steps, "
                 "predicting %g of the positions%s; corpus %zu documents, %zu tokens\n",
                 gpt2 ? "GPT-2" : "BERT", r.layers, r.hidden, r.heads, r.ff,
-                static_cast<long long>(optimizer.first_moments().size()), r.seq, r.batch, r.lr,
+                static_cast<long long>(config.parameter_count()), r.seq, r.batch, r.lr,
                 static_cast<long long>(r.warmup), r.position_init.c_str(), r.position_rms, r.dropout,
                 recipe_config(r).attention_dropout, r.mask_prob,
                 r.short_seq, r.short_fraction, gpt2 ? r.predicted_fraction : r.mask_prob,
                 r.softmax_draws > 0 ? (", sampled softmax of " + std::to_string(r.softmax_draws) + " draws").c_str() : "",
                 train.documents(), train.tokens.size());
   say(line);
+  if (r.grow_from > 0) {
+    std::snprintf(line, sizeof line, "the first %lld steps with %d blocks, then %d (grow_depth.hpp)\n",
+                  static_cast<long long>(r.grow_step()), r.grow_from, r.layers);
+    say(line);
+  }
 
   HeldoutScore last;
   auto evaluate = [&](const PretrainState& s, double train_loss) {
@@ -234,14 +247,27 @@ inline PretrainingResult run_pretraining(const DataRoot& root, const Pretraining
                   nb.value, where(nb).c_str(), sp.value, where(sp).c_str(), sg.value, where(sg).c_str());
     say(line);
   };
-  auto checkpoint = [&](const PretrainState& s) { save_training_checkpoint(checkpoint_dir, model, optimizer, s.to_json()); };
-  const PretrainOptions options{.batch_size = r.batch, .learning_rate = r.lr, .warmup_steps = r.warmup,
+  auto checkpoint = [&](const PretrainState& s) { save_training_checkpoint(checkpoint_dir, model, *optimizer, s.to_json()); };
+  PretrainOptions options{.batch_size = r.batch, .learning_rate = r.lr, .warmup_steps = r.warmup,
                                 .steps = r.steps, .minutes = r.steps > 0 ? 0.0 : r.minutes, .seed = r.seed,
                                 .eval_every = r.eval_every, .checkpoint_every = r.checkpoint_every,
                                 .show_progress = o.show_progress, .short_length = r.short_seq,
                                 .short_fraction = r.short_fraction, .progress_label = o.progress_label};
-  state = pretrain(model, optimizer, task, options, state,
-                   {.evaluate = evaluate, .checkpoint = checkpoint, .after_step = o.after_step});
+  const PretrainCallbacks<float> callbacks{.evaluate = evaluate, .checkpoint = checkpoint, .after_step = o.after_step};
+  if (model.config().num_layers < config.num_layers) {  // the shallow phase, then the blocks on top
+    const auto grow_step = r.grow_step();
+    options.stop_at = grow_step;
+    state = pretrain(model, *optimizer, task, options, state, callbacks);
+    model = with_identity_blocks(model, config.num_layers, r.seed ^ (0x9e3779b97f4a7c15ull * static_cast<std::uint64_t>(grow_step)));
+    optimizer.emplace(model, AdamWOptions{.weight_decay = 0.01});
+    options.stop_at = 0;
+    std::snprintf(line, sizeof line, "\n[step %lld] grown from %d to %d blocks (the new ones start as the identity); "
+                  "the learning rate warms up again over %lld steps\n", static_cast<long long>(state.step), r.grow_from,
+                  config.num_layers, static_cast<long long>(r.grow_warmup));
+    say(line);
+  }
+  if (r.grow_from > 0) options.rewarm_at = r.grow_step(), options.rewarm_steps = r.grow_warmup;
+  state = pretrain(model, *optimizer, task, options, state, callbacks);
 
   model.save(o.out);
   copy_tokenizer_files(vocab_dir, o.out);

@@ -69,8 +69,17 @@ DARKBERT_AVX2_TARGET inline void tile_6x16(const float* a, Index lda, const floa
       }
     }
   }
-  // A constant trip count (rows past c_rows get an empty mask and the last valid row's address) keeps
-  // acc[][] in registers, as in the AVX-512 kernel.
+  // Whole tiles take plain stores (a masked store is microcode on AMD CPUs: store_first). A constant trip
+  // count (rows past c_rows get an empty mask and the last valid row's address) keeps acc[][] in
+  // registers, as in the AVX-512 kernel.
+  if (columns == kTileColumns && c_rows == kTileRows) {
+#pragma GCC unroll 6
+    for (Index i = 0; i < kTileRows; ++i) {
+      _mm256_storeu_ps(c + i * ldc, acc[i][0]);
+      _mm256_storeu_ps(c + i * ldc + 8, acc[i][1]);
+    }
+    return;
+  }
   const __m256i m0 = first_lanes(columns), m1 = first_lanes(columns - 8), none = _mm256_setzero_si256();
 #pragma GCC unroll 6
   for (Index i = 0; i < kTileRows; ++i) {
