@@ -249,10 +249,10 @@ inline PretrainingResult run_pretraining(const DataRoot& root, const Pretraining
   };
   auto checkpoint = [&](const PretrainState& s) { save_training_checkpoint(checkpoint_dir, model, *optimizer, s.to_json()); };
   PretrainOptions options{.batch_size = r.batch, .learning_rate = r.lr, .warmup_steps = r.warmup,
-                                .steps = r.steps, .minutes = r.steps > 0 ? 0.0 : r.minutes, .seed = r.seed,
-                                .eval_every = r.eval_every, .checkpoint_every = r.checkpoint_every,
-                                .show_progress = o.show_progress, .short_length = r.short_seq,
-                                .short_fraction = r.short_fraction, .progress_label = o.progress_label};
+                          .steps = r.steps, .minutes = r.steps > 0 ? 0.0 : r.minutes, .seed = r.seed,
+                          .eval_every = r.eval_every, .checkpoint_every = r.checkpoint_every,
+                          .show_progress = o.show_progress, .short_length = r.short_seq,
+                          .short_fraction = r.short_fraction, .progress_label = o.progress_label};
   const PretrainCallbacks<float> callbacks{.evaluate = evaluate, .checkpoint = checkpoint, .after_step = o.after_step};
   if (model.config().num_layers < config.num_layers) {  // the shallow phase, then the blocks on top
     const auto grow_step = r.grow_step();
