@@ -7,7 +7,6 @@
 #include <unistd.h>    // fork, _exit, usleep
 
 #include <filesystem>  // std::filesystem
-#include <fstream>     // std::ifstream
 #include <random>      // std::mt19937
 #include <string>      // std::string
 
@@ -15,14 +14,11 @@
 #include "darkbert/io/safetensors.hpp"
 #include "test_support.hpp"
 
+using darkbert::test::read_bytes;
+
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string read_back(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
 
 // A version of the file: `n` bytes of one repeated letter, so a mix of two versions is detectable.
 std::string version(char letter, std::size_t n) { return std::string(n, letter); }
@@ -40,7 +36,7 @@ TEST_CASE("write_file_atomically replaces the file and leaves no temporary behin
   const auto dir = darkbert::test::scratch_dir("atomic_basic");
   darkbert::write_file_atomically(dir / "a.txt", "old");
   darkbert::write_file_atomically(dir / "a.txt", "new content");
-  CHECK(read_back(dir / "a.txt") == "new content");
+  CHECK(read_bytes(dir / "a.txt") == "new content");
   CHECK(count_files(dir) == 1);
 }
 
@@ -51,7 +47,7 @@ TEST_CASE("an uncommitted writer leaves the old file untouched and removes its t
     darkbert::AtomicFileWriter out(dir / "a.txt");
     out.write(version('x', 1 << 20));  // beyond the buffer: really on disk in the temporary
   }
-  CHECK(read_back(dir / "a.txt") == "old");
+  CHECK(read_bytes(dir / "a.txt") == "old");
   CHECK(count_files(dir) == 1);
 }
 
@@ -64,7 +60,7 @@ TEST_CASE("a writer killed with SIGKILL at random points leaves the old or the n
   std::uniform_int_distribution<int> delay_us(0, 40000);
   int saw_old = 0, saw_new = 0;
   for (int round = 0; round < 24; ++round) {
-    const char old_letter = read_back(target)[0];
+    const char old_letter = read_bytes(target)[0];
     const char new_letter = static_cast<char>('a' + (round + 1) % 26);
     const pid_t child = fork();
     REQUIRE(child >= 0);
@@ -84,7 +80,7 @@ TEST_CASE("a writer killed with SIGKILL at random points leaves the old or the n
     int status = 0;
     ::waitpid(child, &status, 0);
     CHECK(WIFSIGNALED(status));
-    const std::string now = read_back(target);
+    const std::string now = read_bytes(target);
     REQUIRE(now.size() == size);  // complete, never truncated
     CHECK(now.find_first_not_of(now[0]) == std::string::npos);  // one version, not a mix
     CHECK((now[0] == old_letter || now[0] == new_letter));
@@ -129,7 +125,7 @@ TEST_CASE("append_file_atomically appends to a file, starts a missing one, and n
   darkbert::append_file_atomically(log, "step,loss\n", "training log");  // missing: started
   darkbert::append_file_atomically(log, "1,0.5\n", "training log");
   darkbert::append_file_atomically(log, "2,0.25\n", "training log");
-  CHECK(read_back(log) == "step,loss\n1,0.5\n2,0.25\n");
+  CHECK(read_bytes(log) == "step,loss\n1,0.5\n2,0.25\n");
   std::filesystem::create_directories(dir / "folder.csv");
   CHECK(darkbert::test::message_of([&] { darkbert::append_file_atomically(dir / "folder.csv", "x\n", "training log"); })
             == "training log '" + (dir / "folder.csv").string() + "' is a directory, not a file");

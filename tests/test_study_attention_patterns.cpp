@@ -9,8 +9,6 @@
 #include <algorithm>   // std::min, std::fill
 #include <cmath>       // std::exp
 #include <filesystem>  // std::filesystem::exists
-#include <fstream>     // std::ifstream
-#include <iterator>    // std::istreambuf_iterator
 #include <random>      // std::mt19937_64
 #include <string>      // std::string
 #include <vector>      // std::vector
@@ -20,6 +18,8 @@
 #include "study_test_support.hpp"
 #include "test_support.hpp"
 #include "viz_test_support.hpp"
+
+using darkbert::test::read_bytes;
 
 using darkbert::Index;
 using darkbert::PatternSite;
@@ -144,11 +144,6 @@ study::AttentionPatternResult planted_run(const Fixture& f, const study::TaskInp
   forward.policies = &policies;
   return study::attention_patterns(f.model, inputs, classifiers(false),
                                    {.model = "bert_model_real_vocab (planted)", .batch_size = inputs.size()}, forward);
-}
-
-std::string file_text(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 // The replication's classifiers, trained once on a small causal prototype set (~20 s: the 256 x 256 CNN).
@@ -336,7 +331,7 @@ TEST_CASE("results save, load and merge exactly; a run is deterministic") {
                            "classifier_agreement.csv", "example_maps.npy", "example_maps.csv", "class_proportions.png",
                            "class_proportions.svg", "example_maps_vertical.png", "example_maps_block.svg"})
     CHECK_MESSAGE(std::filesystem::exists(dir / "a" / name), name);
-  const std::string csv = file_text(dir / "a" / "head_classes.csv");
+  const std::string csv = read_bytes(dir / "a" / "head_classes.csv");
   CHECK(csv.rfind(
             "layer,head,class,share_vertical,share_diagonal,share_vertical_diagonal,share_block,share_heterogeneous\n"
             "0,0,vertical,1,0,0,0,0\n",
@@ -354,12 +349,12 @@ TEST_CASE("results save, load and merge exactly; a run is deterministic") {
   CHECK(back.example_maps.front().image == r.example_maps.front().image);
   CHECK(back.summary() == r.summary());
   back.save(dir / "b");
-  CHECK(file_text(dir / "b" / "attention_patterns.json") == file_text(dir / "a" / "attention_patterns.json"));
+  CHECK(read_bytes(dir / "b" / "attention_patterns.json") == read_bytes(dir / "a" / "attention_patterns.json"));
 
   // The same run again: the same bits.
   planted_run(f, inputs).save(dir / "c");
-  CHECK(file_text(dir / "c" / "attention_patterns.json") == file_text(dir / "a" / "attention_patterns.json"));
-  CHECK(file_text(dir / "c" / "example_maps.npy") == file_text(dir / "a" / "example_maps.npy"));
+  CHECK(read_bytes(dir / "c" / "attention_patterns.json") == read_bytes(dir / "a" / "attention_patterns.json"));
+  CHECK(read_bytes(dir / "c" / "example_maps.npy") == read_bytes(dir / "a" / "example_maps.npy"));
 
   // Two shards of the examples, merged, count what one run counts.
   const auto& c = classifiers(false);
@@ -445,12 +440,12 @@ TEST_CASE("the replication's classes and CNN on the GPT-2 fixture: planted heads
 
   const auto dir = darkbert::test::scratch_dir("attention_patterns_replication");
   r.save(dir);
-  CHECK(file_text(dir / "head_classes.csv")
+  CHECK(read_bytes(dir / "head_classes.csv")
             .rfind("layer,head,class,share_diagonal,share_block,share_overall,share_majority_first_sentence\n"
                    "0,0,diagonal,1,0,0,0\n0,1,majority_first_sentence,0,0,0,1\n",
                    0) == 0);
-  CHECK(file_text(dir / "class_proportions.csv").find("majority_first_sentence") != std::string::npos);
-  const std::string classes = file_text(dir / "pattern_classes.md");
+  CHECK(read_bytes(dir / "class_proportions.csv").find("majority_first_sentence") != std::string::npos);
+  const std::string classes = read_bytes(dir / "pattern_classes.md");
   CHECK(classes.find("# Attention-pattern classes (gpt2_replication)") == 0);
   for (const auto& d : r.scheme.definitions) CHECK(classes.find(d) != std::string::npos);
   const auto texts = darkbert::test::text_set(darkbert::test::svg_texts(dir / "class_proportions.svg"));

@@ -20,21 +20,18 @@
 #include "darkbert/viz/line_chart.hpp"
 #include "test_support.hpp"
 
+using darkbert::test::read_bytes;
+
 namespace fs = std::filesystem;
 namespace study = darkbert::study;
 using darkbert::test::message_of;
 
 namespace {
 
-std::string read_all(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 void append(const fs::path& path, const std::string& text) { std::ofstream(path, std::ios::app | std::ios::binary) << text; }
 
 void replace_in(const fs::path& path, const std::string& from, const std::string& to) {
-  std::string text = read_all(path);
+  std::string text = read_bytes(path);
   const auto at = text.find(from);
   REQUIRE_MESSAGE(at != std::string::npos, path.string(), " has no '", from, "'");
   text.replace(at, from.size(), to);
@@ -283,10 +280,10 @@ TEST_CASE("HTML: text escaped, every figure embedded, nothing outside the page r
 
   // Every figure's bytes, as written by the viz headers, are in the page as data URIs.
   for (const char* png : {"figures/heads.png", "figures/curve.png"})
-    CHECK_MESSAGE(html.find("<img src=\"data:image/png;base64," + study::detail::report::base64(read_all(dir / png)) + "\"") !=
+    CHECK_MESSAGE(html.find("<img src=\"data:image/png;base64," + study::detail::report::base64(read_bytes(dir / png)) + "\"") !=
                       std::string::npos, png);
   for (const char* svg : {"figures/heads.svg", "figures/curve.svg"})
-    CHECK_MESSAGE(html.find("href=\"data:image/svg+xml;base64," + study::detail::report::base64(read_all(dir / svg)) + "\"") !=
+    CHECK_MESSAGE(html.find("href=\"data:image/svg+xml;base64," + study::detail::report::base64(read_bytes(dir / svg)) + "\"") !=
                       std::string::npos, svg);
   CHECK(html.find("<img src=\"data:image/svg+xml;base64,") != std::string::npos);  // the SVG-only figure is shown
 
@@ -351,11 +348,11 @@ TEST_CASE("check_report passes a good report folder") {
   const auto problems = study::check_report(dir);
   CHECK_MESSAGE(problems.empty(), messages_of(problems));
   // The report states its numbers (a percentage, a negative, a NaN, grouped counts) and they were checked.
-  const std::string md = read_all(dir / "report.md");
+  const std::string md = read_bytes(dir / "report.md");
   for (const char* stated : {"43.8%", "0.812", "-1.23", "67.53", "85.10 \xC2\xB1 1.05", "n/a", "0.871", "12,345,678", "4.5"})
     CHECK_MESSAGE(md.find(stated) != std::string::npos, stated);
   CHECK(study::stated_numbers(md).size() >= 15);
-  const auto summary = nlohmann::json::parse(read_all(dir / "summary.json"));
+  const auto summary = nlohmann::json::parse(read_bytes(dir / "summary.json"));
   CHECK(summary["numbers"]["fig5"]["MRPC"]["mean_cosine"].get<double>() == 0.81234567);
   CHECK(summary["meta"]["model"]["hidden"] == 128);
   CHECK(summary["files"] == nlohmann::json({"figures/heads.png", "figures/heads.svg", "figures/curve.png",

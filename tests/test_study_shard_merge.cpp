@@ -5,8 +5,7 @@
 
 #include <algorithm>   // std::next_permutation
 #include <filesystem>  // std::filesystem
-#include <fstream>     // std::ifstream, std::ofstream
-#include <iterator>    // std::istreambuf_iterator
+#include <fstream>     // std::ofstream
 #include <map>         // std::map
 #include <string>      // std::string
 #include <vector>      // std::vector
@@ -20,16 +19,13 @@
 #include "darkbert/study/work_units.hpp"
 #include "test_support.hpp"
 
+using darkbert::test::read_bytes;
+
 namespace fs = std::filesystem;
 using darkbert::study::WorkUnit;
 using darkbert::test::message_of;
 
 namespace {
-
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), {}};
-}
 
 // A study in miniature, written into the folder `root` as plan_study's units are: table1 units append to
 // table1/runs.csv and the pretrained ones keep a checkpoint that later units of their group read.
@@ -53,7 +49,7 @@ std::vector<WorkUnit> mini_study(const fs::path& root) {
     return [=](const fs::path& dir) {
       const auto ck = table / "checkpoints/MRPC" / ("seed-" + std::to_string(seed)) / "model.txt";
       REQUIRE(fs::exists(ck));  // a shard never reads another shard's files
-      std::ofstream(dir / "change.txt") << read_text(ck) << " compared";
+      std::ofstream(dir / "change.txt") << read_bytes(ck) << " compared";
     };
   };
   for (int seed = 1; seed <= 2; ++seed) {
@@ -88,7 +84,7 @@ std::map<std::string, std::string> files_of(const fs::path& dir) {
   std::map<std::string, std::string> files;
   for (const auto& e : fs::recursive_directory_iterator(dir)) {
     if (!e.is_regular_file()) continue;
-    auto text = read_text(e.path());
+    auto text = read_bytes(e.path());
     if (e.path().filename() == "unit.json") {
       auto j = nlohmann::json::parse(text);
       j.erase("seconds");

@@ -6,7 +6,8 @@
 
 #include <cstdlib>     // std::getenv
 #include <filesystem>  // std::filesystem::path
-#include <fstream>     // std::ofstream
+#include <fstream>     // std::ifstream, std::ofstream
+#include <iterator>    // std::istreambuf_iterator
 #include <string>      // std::string, std::to_string
 #include <vector>      // std::vector
 
@@ -31,6 +32,13 @@ inline std::filesystem::path scratch_dir(const std::string& name) {
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;
+}
+
+// The whole file as bytes ("" when it cannot be read).
+//   CHECK(read_bytes(dir / "a.svg") == read_bytes(dir / "b.svg"));
+inline std::string read_bytes(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 // The message of the darkbert::error that f() throws, or "" when it throws none, so that no check on the

@@ -5,14 +5,14 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>  // std::filesystem
-#include <fstream>     // std::ifstream
-#include <iterator>    // std::istreambuf_iterator
 #include <sstream>     // std::ostringstream
 #include <string>      // std::string
 #include <vector>      // std::vector
 
 #include "darkbert/train/default_models.hpp"
 #include "test_support.hpp"
+
+using darkbert::test::read_bytes;
 
 namespace {
 
@@ -21,12 +21,8 @@ namespace fs = std::filesystem;
 darkbert::PretrainRecipe quick_recipe() {
   auto r = darkbert::named_recipe("tiny", "bert");
   r.steps = 6, r.max_documents = 30, r.probe_pairs = 4, r.eval_every = 3, r.checkpoint_every = 3;
+  r.heldout_examples = 32;  // each evaluation is a full pass over them
   return r;
-}
-
-std::string bytes_of(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 struct StopDefaultModelRun {};  // thrown after a checkpoint: the run ends as a kill would end it
@@ -73,7 +69,7 @@ TEST_CASE("default_model pretrains on first use into <cache>/models, then serves
   std::ostringstream resumed;
   const auto dir2 = darkbert::default_model(root2, "bert", {.recipe = quick_recipe(), .show_progress = false, .log = &resumed});
   CHECK(resumed.str().find("resuming") != std::string::npos);
-  CHECK(bytes_of(dir2 / "model.safetensors") == bytes_of(dir / "model.safetensors"));
+  CHECK(read_bytes(dir2 / "model.safetensors") == read_bytes(dir / "model.safetensors"));
 }
 
 TEST_CASE("the default models are the study recipe's, cached apart from the mini ones; unknown names are refused") {
@@ -116,10 +112,10 @@ TEST_CASE("models_in_cache pretrains the absent models at once, each the model i
   REQUIRE(dirs.size() == 2);
   CHECK(dirs[0] == cache / "models" / "long");
   CHECK(dirs[1] == cache / "models" / "short");
-  CHECK(bytes_of(dirs[0] / "model.safetensors") == bytes_of(longer_alone / "model.safetensors"));
-  CHECK(bytes_of(dirs[1] / "model.safetensors") == bytes_of(shorter_alone / "model.safetensors"));
-  CHECK(bytes_of(dirs[0] / "model.safetensors") != bytes_of(dirs[1] / "model.safetensors"));
-  CHECK(bytes_of(dirs[0] / "eval.csv").substr(0, 40) == bytes_of(longer_alone / "eval.csv").substr(0, 40));
+  CHECK(read_bytes(dirs[0] / "model.safetensors") == read_bytes(longer_alone / "model.safetensors"));
+  CHECK(read_bytes(dirs[1] / "model.safetensors") == read_bytes(shorter_alone / "model.safetensors"));
+  CHECK(read_bytes(dirs[0] / "model.safetensors") != read_bytes(dirs[1] / "model.safetensors"));
+  CHECK(read_bytes(dirs[0] / "eval.csv").substr(0, 40) == read_bytes(longer_alone / "eval.csv").substr(0, 40));
   const std::string text = log.str();
   CHECK(text.find("pretraining 2 models at once") != std::string::npos);
   CHECK(text.find("model cache: saved " + dirs[0].string()) != std::string::npos);

@@ -5,8 +5,6 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>  // std::filesystem
-#include <fstream>     // std::ifstream
-#include <iterator>    // std::istreambuf_iterator
 #include <random>      // std::mt19937_64
 #include <sstream>     // std::ostringstream, std::istringstream
 #include <string>      // std::string
@@ -16,19 +14,16 @@
 #include "darkbert/train/pretraining_run.hpp"
 #include "test_support.hpp"
 
+using darkbert::test::read_bytes;
+
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string bytes_of(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 // eval.csv without its wall-time and training-loss columns (the third and fourth: a resumed run averages
 // the training loss over the steps since it resumed).
 std::string eval_log_without_times(const fs::path& p) {
-  std::istringstream in(bytes_of(p));
+  std::istringstream in(read_bytes(p));
   std::string line, out;
   while (std::getline(in, line)) {
     std::size_t a = line.find(',');
@@ -46,7 +41,7 @@ darkbert::PretrainRecipe growing_recipe() {
   r.layers = 3, r.grow_from = 1, r.grow_fraction = 0.5, r.grow_warmup = 4;
   // Short windows and evaluations only at the start, the growth and the end: each is a full-softmax pass.
   r.seq = 32, r.steps = 16, r.max_documents = 20, r.probe_pairs = 4, r.eval_every = 0, r.checkpoint_every = 3;
-  r.softmax_draws = 256;
+  r.softmax_draws = 256, r.heldout_examples = 16;
   return r;
 }
 
@@ -128,5 +123,5 @@ TEST_CASE("a growing run killed before or after it grows resumes to the uninterr
   const auto logged = eval_log_without_times(dir / "straight" / "eval.csv");
   CHECK(logged.find("\n8,") != std::string::npos);  // scored at the growth step too
   CHECK(eval_log_without_times(dir / "killed" / "eval.csv") == logged);
-  CHECK(bytes_of(dir / "killed" / "model.safetensors") == bytes_of(dir / "straight" / "model.safetensors"));
+  CHECK(read_bytes(dir / "killed" / "model.safetensors") == read_bytes(dir / "straight" / "model.safetensors"));
 }

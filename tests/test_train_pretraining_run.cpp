@@ -4,27 +4,20 @@
 // (tests/cli_train.cmake: kill and resume end bit-identical).
 #include <doctest/doctest.h>
 
-#include <fstream>   // std::ifstream
-#include <iterator>  // std::istreambuf_iterator
 #include <string>    // std::string
 
 #include "darkbert/train/pretraining_run.hpp"
 #include "test_support.hpp"
 
-namespace {
-std::string read(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-}  // namespace
+using darkbert::test::read_bytes;
 
 TEST_CASE("trim_log keeps the header and the rows up to the checkpoint's step") {
   const auto log = darkbert::test::write_file(darkbert::test::scratch_dir("trim_log") / "eval.csv",
                                               "step,loss\n0,9.5\n100,7.0\n200,6.5\n300,6.1\n");
   darkbert::detail::trim_log(log, 200);
-  CHECK(read(log) == "step,loss\n0,9.5\n100,7.0\n200,6.5\n");
+  CHECK(read_bytes(log) == "step,loss\n0,9.5\n100,7.0\n200,6.5\n");
   darkbert::detail::trim_log(log, 0);
-  CHECK(read(log) == "step,loss\n0,9.5\n");
+  CHECK(read_bytes(log) == "step,loss\n0,9.5\n");
   darkbert::detail::trim_log(log.parent_path() / "absent.csv", 5);  // nothing logged yet: nothing to do
   CHECK_FALSE(std::filesystem::exists(log.parent_path() / "absent.csv"));
 }
@@ -34,5 +27,5 @@ TEST_CASE("a damaged log is named by file and line instead of throwing a bare co
                                               "step,loss\n0,9.5\n1x0,7.0\n");
   CHECK(darkbert::test::message_of([&] { darkbert::detail::trim_log(log, 200); }) ==
         log.string() + ":3: the step '1x0' is not a number (a damaged log; remove the row)");
-  CHECK(read(log) == "step,loss\n0,9.5\n1x0,7.0\n");  // left as it was
+  CHECK(read_bytes(log) == "step,loss\n0,9.5\n1x0,7.0\n");  // left as it was
 }

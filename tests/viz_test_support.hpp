@@ -1,5 +1,5 @@
 #pragma once
-// Shared helpers of the test_viz_* files: a written file's bytes, a PNG read back through cairo, an SVG's
+// Shared helpers of the test_viz_* files: a PNG read back through cairo, an SVG's
 // texts with their positions, and colour comparison within a rounding tolerance.
 
 #include <doctest/doctest.h>
@@ -12,7 +12,6 @@
 #include <cstdio>      // std::sscanf
 #include <filesystem>  // std::filesystem::path
 #include <fstream>     // std::ifstream
-#include <iterator>    // std::istreambuf_iterator
 #include <set>         // std::set
 #include <string>      // std::string
 #include <vector>      // std::vector
@@ -21,13 +20,6 @@
 #include "test_support.hpp"
 
 namespace darkbert::test {
-
-// The whole file as bytes ("" when it cannot be read).
-//   CHECK(read_bytes(dir / "a.svg") == read_bytes(dir / "b.svg"));
-inline std::string read_bytes(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
 
 // A PNG read back through cairo; at(x, y) is the pixel at (x, y) in points.
 //   const png_image png(dir / "h.png", figure.pixels_per_point);

@@ -1,6 +1,6 @@
 // darkbert pretrain --arch bert|gpt2 --out DIR [--recipe mini|reference|tiny] [--minutes M | --steps N] [--resume]
 //                   [--layers --hidden --heads --ff --seq --batch --lr --warmup] [--seed N] [--max-documents N]
-//                   [--eval-every N] [--checkpoint-every N] [--probe-pairs 200] [--grow-from N --grow-fraction F]
+//                   [--eval-every N] [--checkpoint-every N] [--probe-pairs 200] [--heldout-examples N] [--grow-from N --grow-fraction F]
 //                   [--quiet]
 //
 // Pretrains a model from scratch on the corpus of the data root: a recipe (train/pretraining_recipe.hpp)
@@ -36,7 +36,7 @@ struct PretrainCommand {
   std::int64_t kill_after_step = 0;  // testing crash safety: SIGKILL this process after that step
   // Overrides (unset = the recipe's value).
   std::optional<int> layers, hidden, heads, ff, seq, short_seq, grow_from;
-  std::optional<std::size_t> batch, max_documents, probe_pairs;
+  std::optional<std::size_t> batch, max_documents, probe_pairs, heldout_examples;
   std::optional<double> lr;
   std::optional<std::int64_t> warmup, eval_every, checkpoint_every, softmax_draws, grow_warmup;
   std::optional<std::uint64_t> seed;
@@ -52,7 +52,7 @@ struct PretrainCommand {
     set(r.layers, layers), set(r.hidden, hidden), set(r.heads, heads), set(r.ff, ff), set(r.seq, seq);
     set(r.batch, batch), set(r.lr, lr), set(r.warmup, warmup), set(r.seed, seed);
     set(r.max_documents, max_documents), set(r.eval_every, eval_every), set(r.checkpoint_every, checkpoint_every);
-    set(r.probe_pairs, probe_pairs), set(r.position_init, position_init), set(r.dropout, dropout);
+    set(r.probe_pairs, probe_pairs), set(r.heldout_examples, heldout_examples), set(r.position_init, position_init), set(r.dropout, dropout);
     set(r.attention_dropout, attention_dropout);
     set(r.position_rms, position_rms), set(r.mask_prob, mask_prob);
     set(r.short_seq, short_seq), set(r.short_fraction, short_fraction), set(r.predicted_fraction, predicted_fraction);
@@ -134,6 +134,8 @@ void add_pretrain_command(CLI::App& app) {
   cmd->add_option("--grow-warmup", o->grow_warmup, "Override: steps over which the learning rate warms up again after growing")
       ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 30));
   cmd->add_option("--probe-pairs", o->probe_pairs, "Override: MRPC dev pairs for the per-head attention masses");
+  cmd->add_option("--heldout-examples", o->heldout_examples,
+                  "Override: held-out pairs (BERT) or windows (GPT-2) per evaluation (0 = 512 / 256)");
   cmd->add_flag("--quiet", o->quiet, "No progress bar");
   cmd->add_option("--kill-after-step", o->kill_after_step, "Testing: kill this process (SIGKILL) after step N");
   cmd->callback([o] {

@@ -39,6 +39,8 @@ struct PretrainRecipe {
   std::int64_t eval_every = 100;       ///< steps between held-out evaluations (also at 0 and at the end)
   std::int64_t checkpoint_every = 200;  ///< steps between checkpoints (also at the end)
   std::size_t probe_pairs = 200;          ///< MRPC dev pairs for the per-head attention masses
+  std::size_t heldout_examples = 0;       ///< held-out segment pairs (BERT) or windows (GPT-2) scored per evaluation
+                                          ///< (0: the task's 512 / 256; fewer for seconds-long test runs)
   std::string position_init = "normal";  ///< or "sinusoidal" (train/position_init.hpp)
   double position_rms = 0.02;             ///< root-mean-square of the initial position table
   double dropout = 0.1;                   ///< embedding, attention and hidden dropout while pretraining
@@ -80,7 +82,7 @@ struct PretrainRecipe {
 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PretrainRecipe, arch, layers, hidden, heads, ff, seq, batch, lr, warmup,
                                                 steps, minutes, seed, max_documents, eval_every, checkpoint_every,
-                                                probe_pairs, position_init, position_rms, dropout, attention_dropout, mask_prob, short_seq,
+                                                probe_pairs, heldout_examples, position_init, position_rms, dropout, attention_dropout, mask_prob, short_seq,
                                                 short_fraction, predicted_fraction, softmax_draws, grow_from, grow_fraction,
                                                 grow_warmup)
 

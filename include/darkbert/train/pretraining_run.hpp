@@ -161,13 +161,13 @@ inline PretrainingResult run_pretraining(const DataRoot& root, const Pretraining
                                      {.max_documents = r.max_documents, .show_progress = o.show_progress});
   const auto heldout = tokenize_corpus(root.find("corpus/heldout.txt", "held-out corpus", "see ../shared/data"), tokenizer,
                                        {.show_progress = o.show_progress});
-  PretrainingTask task(gpt2 ? Family::gpt2 : Family::bert, train, heldout, tokenizer,
-                       {.max_length = r.seq,
-                        .masking = {.mask_prob = r.mask_prob,  // Google's cap of 20 at 15% of 128, scaled up with the rate
-                                    .max_predictions = std::max(20, static_cast<int>(std::ceil(r.seq * r.mask_prob)))},
-                        .predicted_fraction = r.predicted_fraction,
-                        .softmax_draws = static_cast<Index>(r.softmax_draws)},
-                       r.seed);
+  PretrainingTaskOptions task_options{.max_length = r.seq,
+                                      .masking = {.mask_prob = r.mask_prob,  // Google's cap of 20 at 15% of 128, scaled up with the rate
+                                                  .max_predictions = std::max(20, static_cast<int>(std::ceil(r.seq * r.mask_prob)))},
+                                      .predicted_fraction = r.predicted_fraction,
+                                      .softmax_draws = static_cast<Index>(r.softmax_draws)};
+  if (r.heldout_examples > 0) task_options.heldout_pairs = task_options.heldout_windows = r.heldout_examples;
+  PretrainingTask task(gpt2 ? Family::gpt2 : Family::bert, train, heldout, tokenizer, task_options, r.seed);
 
   const ModelConfig config = recipe_config(r);
   // The §3.1 probe: MRPC dev pairs, as the paper's analysis feeds them, whole (up to the model's 128 or
