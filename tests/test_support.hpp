@@ -1,5 +1,5 @@
 #pragma once
-// Shared helpers for the tests: where the golden fixtures live, a scratch folder, the message of a
+// Shared helpers for the tests: where the golden fixtures live, a scratch folder, a file's bytes, the message of a
 // darkbert::error, and doctest printers for the vectors the tests compare.
 
 #include <doctest/doctest.h>

@@ -11,7 +11,6 @@
 #include <cstdint>     // std::uint32_t
 #include <cstdio>      // std::sscanf
 #include <filesystem>  // std::filesystem::path
-#include <fstream>     // std::ifstream
 #include <set>         // std::set
 #include <string>      // std::string
 #include <vector>      // std::vector
