@@ -82,16 +82,19 @@ TEST_CASE("a recipe survives its JSON (run.json), and a run.json from before a f
   r.predicted_fraction = 0.25;
   r.softmax_draws = 4096;
   r.seed = 7;
+  r.heldout_examples = 32;
   const auto back = nlohmann::json(r).get<PretrainRecipe>();
   CHECK(nlohmann::json(back) == nlohmann::json(r));
   auto old = nlohmann::json(r);
   old.erase("steps");
   old.erase("predicted_fraction");
   old.erase("softmax_draws");
+  old.erase("heldout_examples");
   const auto read = old.get<PretrainRecipe>();
   CHECK(read.steps == 0);
   CHECK(read.predicted_fraction == 1);
   CHECK(read.softmax_draws == 0);
+  CHECK(read.heldout_examples == 0);  // the task's default held-out size
   CHECK(read.seed == 7);
 }
 
