@@ -21,17 +21,13 @@
 namespace fs = std::filesystem;
 namespace mpi = darkbert::mpi;
 using darkbert::test::message_of;
+using darkbert::test::read_bytes;
 
 namespace {
 
 // A scratch folder of this rank's own (the ranks share the filesystem here).
 fs::path rank_dir(const mpi::Communicator& world, const std::string& name) {
   return fs::path(DARKBERT_TEST_TMP) / "mpi" / name / ("rank-" + std::to_string(world.rank()));
-}
-
-std::string file_text(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), {}};
 }
 
 }  // namespace
@@ -69,9 +65,9 @@ TEST_CASE("send_folder / receive_folder: the folder arrives byte for byte, in a 
     const auto got = mpi::receive_folder(world, 1, target);
     CHECK(got.files == 3);
     CHECK(got.bytes == big.size() + 14);
-    CHECK(file_text(target / "units/a/b/unit.json") == "{\"seconds\": 1}");
+    CHECK(read_bytes(target / "units/a/b/unit.json") == "{\"seconds\": 1}");
     CHECK(fs::file_size(target / "empty.csv") == 0);
-    CHECK(file_text(target / "big.bin") == big);
+    CHECK(read_bytes(target / "big.bin") == big);
     CHECK_FALSE(fs::exists(target / "stale.txt"));
   }
 }
@@ -92,7 +88,7 @@ TEST_CASE("receive_folder: a name that leaves the folder is refused, its bytes s
     const auto m = message_of([&] { mpi::receive_folder(world, 1, target); });
     CHECK(m.find("rank 1 sent the file name '../escaped.txt', which would not stay inside the shard folder") != std::string::npos);
     CHECK_FALSE(fs::exists(target.parent_path() / "escaped.txt"));
-    CHECK(file_text(target / "fine.txt") == "abc");
+    CHECK(read_bytes(target / "fine.txt") == "abc");
   }
   world.broadcast("");  // both ranks leave together
 }
@@ -114,7 +110,7 @@ TEST_CASE("run_sharded: every rank runs its shard, rank 0 merges them in shard o
         },
         [&](const std::vector<fs::path>& folders) {
           for (int k = 1; k <= 2; ++k)
-            merged.push_back(file_text(folders[static_cast<std::size_t>(k - 1)] / "units" / ("unit-" + std::to_string(k))));
+            merged.push_back(read_bytes(folders[static_cast<std::size_t>(k - 1)] / "units" / ("unit-" + std::to_string(k))));
         });
     CHECK(summary.shard.index == world.rank() + 1);
     CHECK(summary.shard.count == 2);
