@@ -99,7 +99,7 @@ TEST_CASE("linear: x Wᵀ + b with every activation, and without bias") {
   CHECK(e < kTolerance);
 }
 
-TEST_CASE("activations, layer norm, add, sum") {
+TEST_CASE("activations, layer norm, add, scale, sum") {
   for (auto f : {Activation::gelu_erf, Activation::gelu_tanh, Activation::relu, Activation::tanh}) {
     CAPTURE(static_cast<int>(f));
     CHECK(worst_gradient_error({random_input({4, 5}, 6)},
@@ -112,6 +112,8 @@ TEST_CASE("activations, layer norm, add, sum") {
                              [](Tape& t, std::vector<Var>& v) { return ad::add(t, v[0], v[1]); }) < kTolerance);
   CHECK(worst_gradient_error({random_input({3, 4}, 12)}, [](Tape& t, std::vector<Var>& v) { return ad::sum(t, v[0]); }) <
         kTolerance);
+  CHECK(worst_gradient_error({random_input({3, 4}, 13)},
+                             [](Tape& t, std::vector<Var>& v) { return ad::scale(t, v[0], -0.375); }) < kTolerance);
 }
 
 TEST_CASE("dropout: the same counter-based mask forward and backward") {

@@ -69,6 +69,11 @@ TEST_CASE("a recipe's errors name what is wrong") {
   CHECK(message_of([&] { r.validate(); }) ==
         "pretraining recipe: layers, hidden, heads, ff, seq and batch must be positive");
   r.batch = 32;
+  r.batch_slices = 33;
+  CHECK(message_of([&] { r.validate(); }) == "pretraining recipe: batch_slices (33) must lie between 1 and the batch (32)");
+  r.batch_slices = 0;
+  CHECK(message_of([&] { r.validate(); }) == "pretraining recipe: batch_slices (0) must lie between 1 and the batch (32)");
+  r.batch_slices = 1;
   r.softmax_draws = 4096;
   CHECK(message_of([&] { r.validate(); }) == "pretraining recipe: softmax_draws (sampled softmax) is for gpt2 only");
   r.arch = "gpt2";
@@ -83,6 +88,7 @@ TEST_CASE("a recipe survives its JSON (run.json), and a run.json from before a f
   r.softmax_draws = 4096;
   r.seed = 7;
   r.heldout_examples = 32;
+  r.batch_slices = 2;
   const auto back = nlohmann::json(r).get<PretrainRecipe>();
   CHECK(nlohmann::json(back) == nlohmann::json(r));
   auto old = nlohmann::json(r);
@@ -90,11 +96,13 @@ TEST_CASE("a recipe survives its JSON (run.json), and a run.json from before a f
   old.erase("predicted_fraction");
   old.erase("softmax_draws");
   old.erase("heldout_examples");
+  old.erase("batch_slices");
   const auto read = old.get<PretrainRecipe>();
   CHECK(read.steps == 0);
   CHECK(read.predicted_fraction == 1);
   CHECK(read.softmax_draws == 0);
   CHECK(read.heldout_examples == 0);  // the task's default held-out size
+  CHECK(read.batch_slices == 1);       // the whole batch at once
   CHECK(read.seed == 7);
 }
 

@@ -45,6 +45,7 @@ struct BenchForwardOptions {
   std::string dtype = "float32";
   std::uint64_t seed = 0;
   bool no_dropout = false;
+  int batch_slices = 1;  // train-step: the batch as this many slices side by side (TrainingStep)
   std::string kernel;  // empty: DARKBERT_KERNEL decides
 };
 
@@ -134,7 +135,7 @@ void bench_train_step(const BenchForwardOptions& o) {
   TaskLabels labels;
   for (int b = 0; b < o.batch; ++b) labels.classes.push_back(b % 2);
 
-  TrainingStep<T> training(model);
+  TrainingStep<T> training(model, o.batch_slices);
   AdamW<T> optimizer(model);
   auto step = [&](std::uint64_t s) {
     training.forward_backward(model, batch, labels, {.dropout = !o.no_dropout, .seed = o.seed, .step = s});
@@ -195,6 +196,8 @@ void add_bench_command(CLI::App& app) {
   train->footer("Example: darkbert bench train-step --layers 4 --hidden 256 --heads 4 --ff 1024 --batch 32");
   add_shape_options(train, *t);
   train->add_flag("--no-dropout", t->no_dropout, "Train without dropout");
+  train->add_option("--batch-slices", t->batch_slices, "Run the batch as N slices side by side, one per thread")
+      ->capture_default_str()->check(CLI::Range(1, 1 << 16));
   train->callback([t] {
     if (t->hidden % t->heads != 0) fail("bench train-step: --hidden ", t->hidden, " is not divisible by --heads ", t->heads);
     apply_kernel_option(*t);

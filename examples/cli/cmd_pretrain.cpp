@@ -1,6 +1,6 @@
 // darkbert pretrain --arch bert|gpt2 --out DIR [--recipe mini|reference|tiny] [--minutes M | --steps N] [--resume]
 //                   [--layers --hidden --heads --ff --seq --batch --lr --warmup] [--seed N] [--max-documents N]
-//                   [--eval-every N] [--checkpoint-every N] [--probe-pairs 200] [--heldout-examples N] [--grow-from N --grow-fraction F]
+//                   [--eval-every N] [--checkpoint-every N] [--probe-pairs 200] [--heldout-examples N] [--grow-from N --grow-fraction F] [--batch-slices N]
 //                   [--quiet]
 //
 // Pretrains a model from scratch on the corpus of the data root: a recipe (train/pretraining_recipe.hpp)
@@ -35,7 +35,7 @@ struct PretrainCommand {
   bool resume = false, quiet = false;
   std::int64_t kill_after_step = 0;  // testing crash safety: SIGKILL this process after that step
   // Overrides (unset = the recipe's value).
-  std::optional<int> layers, hidden, heads, ff, seq, short_seq, grow_from;
+  std::optional<int> layers, hidden, heads, ff, seq, short_seq, grow_from, batch_slices;
   std::optional<std::size_t> batch, max_documents, probe_pairs, heldout_examples;
   std::optional<double> lr;
   std::optional<std::int64_t> warmup, eval_every, checkpoint_every, softmax_draws, grow_warmup;
@@ -58,6 +58,7 @@ struct PretrainCommand {
     set(r.short_seq, short_seq), set(r.short_fraction, short_fraction), set(r.predicted_fraction, predicted_fraction);
     set(r.softmax_draws, softmax_draws);
     set(r.grow_from, grow_from), set(r.grow_fraction, grow_fraction), set(r.grow_warmup, grow_warmup);
+    set(r.batch_slices, batch_slices);
     return r;
   }
 };
@@ -136,6 +137,9 @@ void add_pretrain_command(CLI::App& app) {
   cmd->add_option("--probe-pairs", o->probe_pairs, "Override: MRPC dev pairs for the per-head attention masses");
   cmd->add_option("--heldout-examples", o->heldout_examples,
                   "Override: held-out pairs (BERT) or windows (GPT-2) per evaluation (0 = 512 / 256)");
+  cmd->add_option("--batch-slices", o->batch_slices,
+                  "Override: run each step's batch as N slices side by side, one per thread (other bits than 1)")
+      ->check(CLI::Range(1, 1 << 16));
   cmd->add_flag("--quiet", o->quiet, "No progress bar");
   cmd->add_option("--kill-after-step", o->kill_after_step, "Testing: kill this process (SIGKILL) after step N");
   cmd->callback([o] {

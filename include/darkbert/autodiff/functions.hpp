@@ -112,6 +112,18 @@ Var<T> add(Tape<T>& tape, const Var<T>& a, const Var<T>& b) {
   return y;
 }
 
+/// y = factor · x (the weight of one micro-batch's loss in its batch's mean).
+template <class T>
+Var<T> scale(Tape<T>& tape, const Var<T>& x, T factor) {
+  Var<T> y = tape.variable(x.shape());
+  const Index n = x.size();
+  for (Index i = 0; i < n; ++i) y.value()[i] = factor * x.value()[i];
+  tape.record([=] {
+    for (Index i = 0; i < n; ++i) x.grad()[i] += factor * y.grad()[i];
+  });
+  return y;
+}
+
 /// y = Σ x (a scalar).
 template <class T>
 Var<T> sum(Tape<T>& tape, const Var<T>& x) {

@@ -31,10 +31,13 @@ struct TrainingPass {
   /// false: the encoder runs as in inference (no dropout, nothing saved) and only the task heads learn
   /// (the paper's frozen-encoder baseline).
   bool train_encoder = true;
+  /// Which slice of the step's batch this pass runs (TrainingStep's micro-batches): each slice draws its
+  /// own masks; slice 0's are those of the whole batch run at once.
+  std::uint64_t slice = 0;
 
   /// The mask of one dropout site (a layer's attention probabilities, a residual branch, ...).
   kernels::DropoutMask mask(double p, std::uint64_t site) const {
-    return {dropout ? static_cast<float>(p) : 0.0f, stream_key(seed, step, site)};
+    return {dropout ? static_cast<float>(p) : 0.0f, stream_key(seed, step, site + (slice << 32))};
   }
 };
 

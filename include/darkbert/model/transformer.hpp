@@ -263,12 +263,15 @@ class Transformer {
   /// Training keeps the LayerNorm input (`sum` [N, H]) and statistics.
   void embed(const Batch& batch, T* out, T* sum = nullptr, kernels::NormStats<T> stats = {}) const;
 
+  /// Checks a batch against this model (sizes, ids in the vocabulary, length within the positions, token
+  /// types); throws naming the row and column. Every forward pass starts with it.
+  void validate_batch(const Batch& batch) const;
+
  private:
   using Workspace = detail::ForwardScratch<T>;
   using Buffers = detail::BlockBuffers<T>;
   using Var = autodiff::Var<T>;
 
-  void validate_batch(const Batch& batch) const;
   kernels::AttentionShape attention_shape(const Batch& batch) const {
     return {batch.batch_size, batch.length, config_.num_heads, config_.head_dim(), config_.causal};
   }

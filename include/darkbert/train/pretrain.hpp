@@ -44,6 +44,7 @@ namespace darkbert {
 /// The loop's settings.
 struct PretrainOptions {
   std::size_t batch_size = 32;       ///< sequences per step
+  int batch_slices = 1;              ///< run as this many slices side by side (TrainingStep)
   double learning_rate = 1e-3;       ///< peak learning rate
   std::int64_t warmup_steps = 200;   ///< linear warm-up
   std::int64_t steps = 0;   ///< train this many steps in all, or
@@ -136,7 +137,7 @@ PretrainState pretrain(Transformer<T>& model, AdamW<T>& optimizer, PretrainingTa
   constexpr std::int64_t timing_steps = 20;  // steps timed before estimating the budget's step count
   constexpr std::int64_t refit_steps = 100;  // steps between refits of that estimate
   const double budget = o.minutes * 60.0;
-  TrainingStep<T> training(model);
+  TrainingStep<T> training(model, o.batch_slices);
   double loss_sum = 0;
   std::int64_t loss_count = 0, timed_from = -1;
   double timed_start = 0;

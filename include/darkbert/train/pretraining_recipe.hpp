@@ -53,6 +53,7 @@ struct PretrainRecipe {
   int grow_from = 0;             ///< GPT-2: blocks of a first, shallow phase; then grown to `layers` (0 = none; grow_depth.hpp)
   double grow_fraction = 0;      ///< share of the steps in that phase
   std::int64_t grow_warmup = 100;  ///< after growing, the learning rate warms up again over this many steps
+  int batch_slices = 1;  ///< each step's batch in this many slices run side by side (TrainingStep; 1 = whole)
 
   /// Refuses settings no run can use, naming the field.
   void validate() const {
@@ -62,6 +63,8 @@ struct PretrainRecipe {
     require(short_seq <= seq, "pretraining recipe: the short phase's length (", short_seq,
             ") exceeds the sequence length (", seq, ")");
     require(steps > 0 || minutes > 0, "pretraining recipe: give a number of steps or minutes");
+    require(batch_slices >= 1 && static_cast<std::size_t>(batch_slices) <= batch, "pretraining recipe: batch_slices (",
+            batch_slices, ") must lie between 1 and the batch (", batch, ")");
     require(softmax_draws >= 0, "pretraining recipe: softmax_draws is negative");
     require(softmax_draws == 0 || arch == "gpt2", "pretraining recipe: softmax_draws (sampled softmax) is for gpt2 only");
     if (grow_from > 0) {
@@ -84,7 +87,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PretrainRecipe, arch, layers, hi
                                                 steps, minutes, seed, max_documents, eval_every, checkpoint_every,
                                                 probe_pairs, heldout_examples, position_init, position_rms, dropout, attention_dropout, mask_prob, short_seq,
                                                 short_fraction, predicted_fraction, softmax_draws, grow_from, grow_fraction,
-                                                grow_warmup)
+                                                grow_warmup, batch_slices)
 
 /// The named recipes:
 ///   mini       small models (train/default_models.hpp): width 128, 4 heads, FFN 512,

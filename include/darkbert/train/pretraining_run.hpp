@@ -248,7 +248,7 @@ inline PretrainingResult run_pretraining(const DataRoot& root, const Pretraining
     say(line);
   };
   auto checkpoint = [&](const PretrainState& s) { save_training_checkpoint(checkpoint_dir, model, *optimizer, s.to_json()); };
-  PretrainOptions options{.batch_size = r.batch, .learning_rate = r.lr, .warmup_steps = r.warmup,
+  PretrainOptions options{.batch_size = r.batch, .batch_slices = r.batch_slices, .learning_rate = r.lr, .warmup_steps = r.warmup,
                           .steps = r.steps, .minutes = r.steps > 0 ? 0.0 : r.minutes, .seed = r.seed,
                           .eval_every = r.eval_every, .checkpoint_every = r.checkpoint_every,
                           .show_progress = o.show_progress, .short_length = r.short_seq,

@@ -41,30 +41,51 @@ struct LossTargets {
   std::vector<T> values;  ///<  target per row, converted for MSE
 };
 
-/// The loss of the model's task as Hugging Face computes it (cross-entropy, MSE, MLM + NSP or shifted
-/// causal LM), recorded on `tape`; `targets` must outlive tape.backward.
+/// A task's loss in its two parts, each the mean over its own rows: the per-token part (masked or causal LM)
+/// and the per-sequence part (classification, regression, NSP). Either may be absent (invalid Var).
 template <class T>
-autodiff::Var<T> task_loss(autodiff::Tape<T>& tape, const Transformer<T>& model, const Batch& batch,
-                           const ForwardResult<T>& result, const TaskLabels& labels, LossTargets<T>& targets) {
+struct TaskLossParts {
+  autodiff::Var<T> tokens;     ///< mean over token_rows predicted tokens
+  Index token_rows = 0;        ///< tokens with a target (not kernels::ignore_index)
+  autodiff::Var<T> sequences;  ///< mean over sequence_rows sequences
+  Index sequence_rows = 0;     ///< sequences with a target
+};
+
+/// The weight of each part in the loss: 1 and 1 for a whole batch; a slice of a batch weighs its parts by
+/// its share of the batch's rows, so that the slices' losses add up to the batch's mean (TrainingStep).
+struct LossWeights {
+  double tokens = 1;     ///< weight of TaskLossParts::tokens
+  double sequences = 1;  ///< weight of TaskLossParts::sequences
+};
+
+/// The parts of the model's task loss as Hugging Face computes it (cross-entropy, MSE, MLM + NSP or
+/// shifted causal LM), recorded on `tape`; `targets` must outlive tape.backward.
+template <class T>
+TaskLossParts<T> task_loss_parts(autodiff::Tape<T>& tape, const Transformer<T>& model, const Batch& batch,
+                                 const ForwardResult<T>& result, const TaskLabels& labels, LossTargets<T>& targets) {
   namespace af = autodiff;
   const auto& heads = model.params().task_heads;
   const auto& c = model.config();
   const Index B = batch.batch_size, L = batch.length;
   const auto u = [](Index v) { return static_cast<std::size_t>(v); };
   const auto& vars = result.vars;
+  TaskLossParts<T> parts;
   if (heads.classifier) {
     require(vars.sequence_logits.valid(), "task_loss: run a training forward (ForwardOptions::training) first");
     const Index outputs = heads.classifier->out.out();
+    parts.sequence_rows = B;
     if (outputs == 1 || c.problem_type == "regression") {
       require(outputs == 1, "task_loss: regression needs a classifier with one output, this one has ", outputs);
       require(labels.values.size() == u(B), "task_loss: regression needs ", B, " values, got ", labels.values.size());
       targets.values.assign(labels.values.begin(), labels.values.end());
-      return af::mse(tape, vars.sequence_logits, targets.values.data());
+      parts.sequences = af::mse(tape, vars.sequence_logits, targets.values.data());
+      return parts;
     }
     require(labels.classes.size() == u(B), "task_loss: classification needs ", B, " class labels, got ",
             labels.classes.size());
     targets.classes = labels.classes;
-    return af::cross_entropy(tape, vars.sequence_logits, targets.classes.data());
+    parts.sequences = af::cross_entropy(tape, vars.sequence_logits, targets.classes.data());
+    return parts;
   }
   if (heads.masked_lm || heads.causal_lm) {
     require(labels.tokens.size() == u(B * L), "task_loss: a language-model head needs B·L = ", B * L,
@@ -90,15 +111,38 @@ autodiff::Var<T> task_loss(autodiff::Tape<T>& tape, const Transformer<T>& model,
     } else {
       targets.classes = labels.tokens;
     }
-    auto loss = af::cross_entropy(tape, selected ? vars.selected_logits : vars.token_logits, targets.classes.data());
+    parts.tokens = af::cross_entropy(tape, selected ? vars.selected_logits : vars.token_logits, targets.classes.data());
+    for (const int t : targets.classes) parts.token_rows += t != kernels::ignore_index;
     if (heads.next_sentence && !labels.next_sentence.empty()) {
       require(labels.next_sentence.size() == u(B), "task_loss: NSP needs ", B, " labels, got ",
               labels.next_sentence.size());
-      loss = af::add(tape, loss, af::cross_entropy(tape, vars.next_sentence_logits, labels.next_sentence.data()));
+      parts.sequences = af::cross_entropy(tape, vars.next_sentence_logits, labels.next_sentence.data());
+      parts.sequence_rows = B;
     }
-    return loss;
+    return parts;
   }
   fail("task_loss: the model has no task head to train (", c.architecture, ")");
+}
+
+/// The loss from its parts: weights.tokens · tokens + weights.sequences · sequences (a weight of 1 adds
+/// nothing to the tape).
+template <class T>
+autodiff::Var<T> weighted_loss(autodiff::Tape<T>& tape, const TaskLossParts<T>& parts, const LossWeights& weights = {}) {
+  namespace af = autodiff;
+  auto weighted = [&](const af::Var<T>& part, double w) {
+    return w == 1.0 ? part : af::scale(tape, part, static_cast<T>(w));
+  };
+  if (parts.tokens.valid() && parts.sequences.valid())
+    return af::add(tape, weighted(parts.tokens, weights.tokens), weighted(parts.sequences, weights.sequences));
+  return parts.tokens.valid() ? weighted(parts.tokens, weights.tokens) : weighted(parts.sequences, weights.sequences);
+}
+
+/// The loss of the model's task as Hugging Face computes it (cross-entropy, MSE, MLM + NSP or shifted
+/// causal LM), recorded on `tape`; `targets` must outlive tape.backward.
+template <class T>
+autodiff::Var<T> task_loss(autodiff::Tape<T>& tape, const Transformer<T>& model, const Batch& batch,
+                           const ForwardResult<T>& result, const TaskLabels& labels, LossTargets<T>& targets) {
+  return weighted_loss(tape, task_loss_parts(tape, model, batch, result, labels, targets));
 }
 
 }  // namespace darkbert
