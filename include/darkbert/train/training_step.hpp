@@ -139,7 +139,8 @@ class TrainingStep {
 #pragma omp single
         {
           for (const auto& e : errors) failed = failed || e;
-          if (!failed) finite = weigh();
+          if (!failed) guarded(0, [&](Index) { finite = weigh(); });
+          failed = failed || errors[0];
         }
         if (!failed && finite) {
 #pragma omp for schedule(static)
