@@ -112,7 +112,7 @@ Var<T> add(Tape<T>& tape, const Var<T>& a, const Var<T>& b) {
   return y;
 }
 
-/// y = factor · x (the weight of one micro-batch's loss in its batch's mean).
+/// y = factor · x (the weight of one slice's loss in its batch's mean).
 template <class T>
 Var<T> scale(Tape<T>& tape, const Var<T>& x, T factor) {
   Var<T> y = tape.variable(x.shape());

@@ -31,7 +31,7 @@ struct TrainingPass {
   /// false: the encoder runs as in inference (no dropout, nothing saved) and only the task heads learn
   /// (the paper's frozen-encoder baseline).
   bool train_encoder = true;
-  /// Which slice of the step's batch this pass runs (TrainingStep's micro-batches): each slice draws its
+  /// Which slice of the step's batch this pass runs (TrainingStep's slices): each slice draws its
   /// own masks; slice 0's are those of the whole batch run at once.
   std::uint64_t slice = 0;
 

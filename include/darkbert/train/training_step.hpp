@@ -54,6 +54,8 @@ class TrainingStep {
       slice.grads = model.zero_gradients();
       slice.options.keep_attentions = false;  // the tape keeps what the backward needs
       slice.options.keep_hidden_states = false;
+      // The gradient tensors never move: walked once here, added up after every sliced step.
+      for (const auto& slot : parameter_slots(slice.grads, model.config())) slice.gradient_blocks.emplace_back(slot.data, slot.elements());
     }
   }
 
@@ -74,31 +76,28 @@ class TrainingStep {
                           const StepSettings& s, const std::vector<std::pair<Index, Index>>& positions = {},
                           const SampledCandidates* candidates = nullptr) {
     const Index count = std::min<Index>(static_cast<Index>(slices_.size()), batch.batch_size);
-    if (count <= 1) {
-      auto& slice = *slices_[0];
-      prepare(slice, s, 0, positions, candidates);
-      model.forward_into(batch, slice.options, slice.result);
-      const auto loss = task_loss(slice.tape, model, batch, slice.result, labels, slice.targets);
-      const double value = static_cast<double>(loss.value()[0]);
-      require_finite(value, s.step);
-      slice.tape.backward(loss);
-      slice.options.training = nullptr;
-      return value;
-    }
-    model.validate_batch(batch);  // errors name the batch's rows, not a slice's
-    for (Index k = 0; k < count; ++k) {
-      auto& slice = slice_at(k);
-      const Index first = batch.batch_size * k / count, last = batch.batch_size * (k + 1) / count;
-      cut(batch, labels, positions, first, last, slice);
-      prepare(slice, s, static_cast<std::uint64_t>(k), slice.positions, candidates);
+    if (count == 1) {  // the batch itself, not a copy
+      slice_at(0).input = {&batch, &labels};
+      prepare(slice_at(0), s, 0, positions, candidates);
+    } else {
+      model.validate_batch(batch);  // errors name the batch's rows, not a slice's
+      for (Index k = 0; k < count; ++k) {
+        auto& slice = slice_at(k);
+        const Index first = batch.batch_size * k / count, last = batch.batch_size * (k + 1) / count;
+        cut(batch, labels, positions, first, last, slice);
+        slice.input = {&slice.batch, &slice.labels};
+        prepare(slice, s, static_cast<std::uint64_t>(k), slice.positions, candidates);
+      }
     }
     auto forward = [&](Index k) {
       auto& slice = slice_at(k);
-      model.forward_into(slice.batch, slice.options, slice.result);
-      slice.parts = task_loss_parts(slice.tape, model, slice.batch, slice.result, slice.labels, slice.targets);
+      const auto [in, in_labels] = slice.input;
+      model.forward_into(*in, slice.options, slice.result);
+      slice.parts = task_loss_parts(slice.tape, model, *in, slice.result, *in_labels, slice.targets);
     };
     // Each slice's loss weighted by its share of the batch's rows (on one thread: it records onto every
-    // slice's tape while the others wait); their sum is the batch's loss.
+    // slice's tape while the others wait); their sum is the batch's loss. A whole batch weighs 1 and 1,
+    // which adds nothing to the tape: task_loss's bits.
     double value = 0;
     auto weigh = [&] {
       Index token_rows = 0, sequence_rows = 0;
@@ -106,7 +105,9 @@ class TrainingStep {
         token_rows += slice_at(k).parts.token_rows;
         sequence_rows += slice_at(k).parts.sequence_rows;
       }
-      const auto share = [](Index part, Index whole) { return whole ? static_cast<double>(part) / static_cast<double>(whole) : 0.0; };
+      const auto share = [](Index part, Index whole) {
+        return part == whole ? 1.0 : static_cast<double>(part) / static_cast<double>(whole);
+      };
       for (Index k = 0; k < count; ++k) {
         auto& slice = slice_at(k);
         slice.loss = weighted_loss(slice.tape, slice.parts, {.tokens = share(slice.parts.token_rows, token_rows),
@@ -155,7 +156,7 @@ class TrainingStep {
       if (!weigh()) require_finite(value, s.step);
       for (Index k = 0; k < count; ++k) backward(k);
     }
-    gather_gradients(model, count);
+    gather_gradients(count);
     return value;
   }
 
@@ -178,8 +179,10 @@ class TrainingStep {
     Batch batch;
     TaskLabels labels;
     std::vector<std::pair<Index, Index>> positions;
+    std::pair<const Batch*, const TaskLabels*> input;  // the step's batch, or this slice's cut of it
     TaskLossParts<T> parts;
     autodiff::Var<T> loss;  // parts weighted by the slice's share of the batch
+    std::vector<std::pair<T*, Index>> gradient_blocks;  // grads' tensors: data, elements
   };
 
   void prepare(Slice& slice, const StepSettings& s, std::uint64_t index,
@@ -237,14 +240,14 @@ class TrainingStep {
   }
 
   // Slice 0's gradients += every other slice's, in slice order; the others back to zero.
-  void gather_gradients(const Transformer<T>& model, Index count) {
-    auto total = parameter_slots(slices_[0]->grads, model.config());
+  void gather_gradients(Index count) {
+    const auto& total = slice_at(0).gradient_blocks;
     for (Index k = 1; k < count; ++k) {
-      auto part = parameter_slots(slice_at(k).grads, model.config());
+      const auto& part = slice_at(k).gradient_blocks;
       for (std::size_t p = 0; p < total.size(); ++p) {
-        T* to = total[p].data;
-        T* from = part[p].data;
-        const Index n = total[p].elements();
+        T* to = total[p].first;
+        T* from = part[p].first;
+        const Index n = total[p].second;
 #pragma omp parallel for schedule(static) if (n > (1 << 16) && !omp_in_parallel())
         for (Index i = 0; i < n; ++i) {
           to[i] += from[i];
