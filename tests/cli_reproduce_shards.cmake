@@ -98,10 +98,31 @@ function(expect_same_as_single merged)
   message(STATUS "${merged}: the same ${n} files as the single run")
 endfunction()
 
-# The shards, each run once.
+# The shards, each run once; the shards of one split side by side, one thread each, as a job array's tasks
+# run (bash starts them and waits for each; each one's output goes to its own log beside its folder).
+set(side_by_side [=[
+pids=""
+for k in $(seq 1 "$N"); do
+  "$@" --shard "$k/$N" --out "$DIR/shard-$k" > "$DIR/shard-$k.log" 2>&1 &
+  pids="$pids $!"
+done
+rc=0
+for p in $pids; do wait "$p" || rc=1; done
+exit "$rc"
+]=])
 foreach(n 1 2 3)
+  file(MAKE_DIRECTORY "${OUT}/n${n}")
+  string(TIMESTAMP t0 "%s")
+  execute_process(COMMAND ${CMAKE_COMMAND} -E env N=${n} "DIR=${OUT}/n${n}" bash -c "${side_by_side}" bash
+                          ${env} "${CLI}" reproduce ${options} RESULT_VARIABLE rc)
+  string(TIMESTAMP t1 "%s")
+  math(EXPR s "${t1} - ${t0}")
+  message(STATUS "reproduce --shard K/${n}, K = 1..${n} side by side: ${s} s")
   foreach(k RANGE 1 ${n})
-    reproduce(TRUE --shard ${k}/${n} --out "${OUT}/n${n}/shard-${k}")
+    file(READ "${OUT}/n${n}/shard-${k}.log" log)
+    if(NOT rc EQUAL 0)
+      message(FATAL_ERROR "darkbert reproduce --shard K/${n} failed (exit ${rc}); shard ${k}'s output:\n${log}")
+    endif()
     if(NOT log MATCHES "shard ${k}/${n}: [0-9]+ computed now" OR NOT EXISTS "${OUT}/n${n}/shard-${k}/shard.json")
       message(FATAL_ERROR "shard ${k}/${n} did not say what it ran or wrote no shard.json:\n${log}")
     endif()
