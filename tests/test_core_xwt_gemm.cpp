@@ -135,9 +135,10 @@ namespace {
 // Both drivers of one kernel on the same product, with the epilogue "add o + 1" counting its visits.
 template <class Kernel, class WMajor>
 void check_row_blocks(WMajor w_major) {
-  for (auto [rows, in, out] : {std::array<Index, 3>{1, 1, 1}, {5, 7, 3}, {13, 33, 70}, {37, 130, 100}, {70, 16, 33},
-                               {600, 128, 200}, {530, 300, 45}})
+  for (const auto& shape : {std::array<Index, 3>{1, 1, 1}, {5, 7, 3}, {13, 33, 70}, {37, 130, 100}, {70, 16, 33},
+                             {600, 128, 200}, {530, 300, 45}})
     for (int threads : {1, 2}) {
+      const Index rows = shape[0], in = shape[1], out = shape[2];
       CAPTURE(rows);
       CAPTURE(in);
       CAPTURE(out);
@@ -251,7 +252,8 @@ TEST_CASE("xwt_gemm, AVX2 kernel: ragged shapes against a double reference, ever
 
 TEST_CASE("xwt_gemm, AVX2 kernel: the same bits at any thread count and buffer address, and the AVX-512 kernel's") {
   REQUIRE_MESSAGE(darkbert::cpu_has_avx2(), "this CPU has no AVX2 + FMA: the AVX2 kernel cannot be tested here");
-  for (auto [rows, in, out] : {std::array<Index, 3>{77, 96, 50}, {128, 768, 96}, {16, 13, 7}}) {
+  for (const auto& shape : {std::array<Index, 3>{77, 96, 50}, {128, 768, 96}, {16, 13, 7}}) {
+    const Index rows = shape[0], in = shape[1], out = shape[2];
     CAPTURE(rows);
     const auto x = random_values<float>(rows * in, 21), w = random_values<float>(out * in, 22);
     std::vector<int> visits;

@@ -50,8 +50,9 @@ const std::string good =
 }  // namespace
 
 TEST_CASE("UD English EWT: README counts, round trip byte for byte, # text = text from tokens") {
-  for (const auto& [name, want] : expected_ud()) {
-    INFO(name);
+  for (const auto& expected : expected_ud()) {
+    const auto& [name, want] = expected;
+    INFO(expected.first);
     const auto path = darkbert::test::data_dir() / "ud" / name;
     const auto sentences = darkbert::read_conllu(path);
     UdCounts got{sentences.size(), 0, 0, 0, 0};

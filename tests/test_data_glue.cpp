@@ -222,7 +222,9 @@ TEST_CASE("official layouts of MNLI, QQP and RTE on hand-made files") {
 
 TEST_CASE("absent tasks: a clean error naming the task, the places looked and the download") {
   const auto root = shared_root();
-  for (auto [task, split] : {std::pair{GlueTask::qqp, "dev"}, std::pair{GlueTask::mnli, "dev_matched"}}) {
+  for (const auto& [absent, absent_split] : {std::pair{GlueTask::qqp, "dev"}, std::pair{GlueTask::mnli, "dev_matched"}}) {
+    const GlueTask task = absent;
+    const char* split = absent_split;
     const auto msg = message_of([&] { darkbert::load_glue(root, task, split); });
     const auto& info = darkbert::glue_task_info(task);
     CHECK(msg.find("GLUE " + std::string(info.name)) != std::string::npos);

@@ -115,7 +115,8 @@ TEST_CASE("a hook that makes the pattern uniform reproduces every uniform golden
       const auto by_policy = model.forward(c.batch, {.policies = &policies});
       CHECK(by_hook.attentions == by_policy.attentions);
       CHECK(by_hook.last_hidden_state == by_policy.last_hidden_state);
-      for (const auto& [name, path] : c.outputs) {
+      for (const auto& [output, path] : c.outputs) {
+        const std::string& name = output;
         const auto expected = xt::load_npy<double>(path.string());
         const auto got = darkbert::named_output(by_hook, model, name);
         CHECK_MESSAGE(xt::allclose(got, expected, 1e-9, 1e-9), file.path.filename().string() << "/" << c.name << "/" << name);

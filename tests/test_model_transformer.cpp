@@ -43,7 +43,8 @@ void check_all_cases(double tol) {
       const auto policies = c.template policies<T>();
       const auto result = model.forward(c.batch, {.policies = &policies});
       REQUIRE_MESSAGE(!c.outputs.empty(), path.filename().string() << " / " << c.name << " names no outputs");
-      for (const auto& [name, file] : c.outputs) {
+      for (const auto& [output, file] : c.outputs) {
+        const std::string& name = output;
         const auto expected = xt::load_npy<double>(file.string());
         const auto got = darkbert::named_output(result, model, name);
         const double ratio = worst_ratio<T>(got, expected, tol);

@@ -8,6 +8,7 @@
 
 #include <omp.h>  // omp_get_max_threads
 
+#include <algorithm>            // std::max
 #include <chrono>               // std::chrono::steady_clock
 #include <cmath>                // std::abs
 #include <filesystem>           // std::filesystem::path
@@ -276,10 +277,16 @@ TEST_CASE("the replication's CNN: eight stride-2 convolutions with batch normali
   const auto& loss = t.cnn.training_loss();
   REQUIRE(loss.size() == 10);
   CHECK(loss.back() < 0.5 * loss.front());
-  // Inference normalises with the running statistics: a map's logits do not depend on the batch around it.
+  // Inference normalises with the running statistics: a map's logits do not depend on the batch around it
+  // (with the batch's statistics they would move by whole units). Up to rounding: clang vectorises the
+  // convolutions' loops differently for one image and for five, so the bits may differ.
   const auto batch = t.cnn.logits(t.set.held_out.pixels.data(), 5);
   const auto alone = t.cnn.logits(t.set.held_out.image(3), 1);
-  CHECK(std::vector<float>(batch.begin() + 12, batch.begin() + 16) == alone);
+  REQUIRE(alone.size() == 4);
+  double worst = 0;
+  for (std::size_t c = 0; c < 4; ++c)
+    worst = std::max(worst, std::abs(static_cast<double>(batch[12 + c]) - alone[c]) / (1 + std::abs(alone[c])));
+  CHECK_MESSAGE(worst <= 1e-5, "logits of map 3 alone and in a batch of five differ by " << worst);
 }
 
 TEST_CASE("the replication's CNN saves and loads to the same predictions; one seed, one set of bits") {

@@ -119,7 +119,8 @@ TEST_CASE("merge_study_shards: 1, 2 and 3 shards in any order give the single ru
       CHECK(merged.units == single_units.size());
       CHECK(merged.ran == single_units.size());
       const auto got = files_of(out);
-      for (const auto& [name, text] : expected) {
+      for (const auto& [file_name, text] : expected) {
+        const std::string& name = file_name;
         CAPTURE(name);
         REQUIRE(got.count(name));
         CHECK(got.at(name) == text);

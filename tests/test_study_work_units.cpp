@@ -136,7 +136,10 @@ TEST_CASE("run_unit_lists: several workers run every unit once, a group in list 
       CHECK(text == u.id);
     }
   // Four threads, two workers: two each, or all four once the other worker has run out of chains.
-  for (const auto& [id, n] : threads_seen) CHECK_MESSAGE((n == 2 || n == 4), id);
+  for (const auto& [unit_id, n] : threads_seen) {
+    const auto id = unit_id;
+    CHECK_MESSAGE((n == 2 || n == 4), id);
+  }
   // The costliest chain (gpt2's group a: 6) starts first; a group's later unit comes after its first.
   CHECK(order.front() == "table1/a");
   auto position = [&](const std::string& id, std::size_t from = 0) {

@@ -61,7 +61,8 @@ T loss_of(const darkbert::Transformer<T>& model, const darkbert::Batch& batch, c
 TEST_CASE("the whole model's gradient with dropout on and a disabled head matches finite differences") {
   for (auto [family, architecture] : {std::pair{darkbert::Family::bert, "BertForSequenceClassification"},
                                       std::pair{darkbert::Family::gpt2, "GPT2ForSequenceClassification"}}) {
-    CAPTURE(std::string(architecture));
+    const std::string architecture_name = architecture;
+    CAPTURE(architecture_name);
     const auto config = tiny_config(family, architecture);
     auto model = darkbert::Transformer<double>::random(config, darkbert::TaskHeads::for_architecture(config), 5);
     // Larger weights than the N(0, 0.02) default, so attention is far from uniform.
@@ -170,7 +171,8 @@ TEST_CASE("the linear schedule and weight decay only on matrices") {
 TEST_CASE("a few AdamW steps make a small classifier fit its batch") {
   for (auto [family, architecture] : {std::pair{darkbert::Family::bert, "BertForSequenceClassification"},
                                       std::pair{darkbert::Family::gpt2, "GPT2ForSequenceClassification"}}) {
-    CAPTURE(std::string(architecture));
+    const std::string architecture_name = architecture;
+    CAPTURE(architecture_name);
     auto config = tiny_config(family, architecture);
     auto model = darkbert::Transformer<float>::random(config, darkbert::TaskHeads::for_architecture(config), 10);
     // Tokens and rows this few leave N(0, 0.02) weights near a symmetric saddle for hundreds of steps.

@@ -50,7 +50,9 @@ void check_every_gradient_case(double tol) {
       const auto got = darkbert::checkpoint_tensors(grads, model.config());
       const auto errors = darkbert::gradient_errors<T>(got, darkbert::SafetensorsFile(*grads_file));
       CHECK_MESSAGE(errors.size() == got.size(), where << ": gradient names differ from the checkpoint's");
-      for (const auto& [name, error] : errors) {
+      for (const auto& [tensor_name, tensor_error] : errors) {
+        const std::string& name = tensor_name;
+        const double error = tensor_error;
         CHECK_MESSAGE(error <= tol, where << ": gradient of " << name << " off by " << error << " (tolerance " << tol << ")");
         ++tensors_checked;
       }

@@ -56,8 +56,11 @@ void check_slices_against_golden(double tol) {
       CHECK_MESSAGE(std::abs(loss - expected_loss()) / (1 + std::abs(expected_loss())) <= tol,
                     where << ": loss " << loss << " expected " << expected_loss());
       const auto errors = darkbert::gradient_errors<T>(darkbert::checkpoint_tensors(step.gradients(), model.config()), expected);
-      for (const auto& [name, error] : errors)
+      for (const auto& [tensor_name, tensor_error] : errors) {
+        const std::string& name = tensor_name;
+        const double error = tensor_error;
         CHECK_MESSAGE(error <= tol, where << ": gradient of " << name << " off by " << error);
+      }
       ++checked;
     }
   }
@@ -110,7 +113,10 @@ TEST_CASE("one slice is the plain training pass, bit for bit, with dropout") {
   const auto a = darkbert::checkpoint_tensors(step.gradients(), lm.model.config());
   const auto b = darkbert::checkpoint_tensors(grads, lm.model.config());
   REQUIRE(a.size() == b.size());
-  for (const auto& [name, tensor] : a) CHECK_MESSAGE(tensor.bytes == b.at(name).bytes, name);
+  for (const auto& [tensor_name, tensor] : a) {
+    const std::string& name = tensor_name;
+    CHECK_MESSAGE(tensor.bytes == b.at(name).bytes, name);
+  }
 }
 
 TEST_CASE("slices: the same bits on one thread and on two, with dropout; the thread count is left as it was") {
@@ -210,8 +216,10 @@ TEST_CASE("a slice's error reaches the caller, naming the batch's row or positio
       darkbert::TrainingStep<float> step(broken, slices);
       CHECK(darkbert::test::message_of([&] { step.forward_backward(broken, lm.c.batch, lm.labels, {.step = 4}); }) ==
             "training: the loss is nan at step 4 (learning rate too high?)");
-      for (const auto& [name, tensor] : darkbert::checkpoint_tensors(step.gradients(), broken.config()))
+      for (const auto& [tensor_name, tensor] : darkbert::checkpoint_tensors(step.gradients(), broken.config())) {
+        const std::string& name = tensor_name;
         CHECK_MESSAGE(std::all_of(tensor.bytes.begin(), tensor.bytes.end(), [](unsigned char b) { return b == 0; }), name);
+      }
     }
   omp_set_num_threads(threads);
   darkbert::TrainingStep<float> step(lm.model, 2);

@@ -9,8 +9,8 @@
 /// @endcode
 ///
 /// The logarithm is written as plain arithmetic on the IEEE bits (no library call, no branches) so the
-/// `omp simd` loops vectorise, and on x86-64 every kernel is compiled for AVX-512, AVX2 and baseline SSE2
-/// with the best one picked at run time (GCC/Clang target_clones). Accuracy: float — Cephes logf polynomial,
+/// `omp simd` loops vectorise, and on x86-64 with GCC every kernel is compiled for AVX-512, AVX2 and
+/// baseline SSE2 with the best one picked at run time (target_clones). Accuracy: float — Cephes logf polynomial,
 /// relative error of x ln x below 2e-7; double — fdlibm's __ieee754_log, below 2 ulp. Inputs must be
 /// >= 0 (attention weights); x = 0 gives exactly 0 (0 ln 0 = 0); subnormal x (< 1e-38 / 1e-308) give a
 /// value within 1e-36 / 1e-305 of x ln x.
@@ -20,9 +20,11 @@
 
 #include "darkbert/core/matrix.hpp"  // darkbert::Index
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(__INTEL_COMPILER)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__INTEL_COMPILER)
 /// Compiles a function for AVX-512, AVX2 and baseline x86-64, the best picked at load time (undefined at the
-/// end of this header).
+/// end of this header). GCC only: clang (14, as tested) gives an inline function's clone resolver strong
+/// linkage in every translation unit, so a program with two units that include this header fails to link;
+/// there the loops are compiled once, for the instruction set the consumer's flags name.
 #define DARKBERT_MULTIVERSION __attribute__((target_clones("default", "avx2", "arch=skylake-avx512")))
 #else
 #define DARKBERT_MULTIVERSION
