@@ -278,8 +278,8 @@ TEST_CASE("the replication's CNN: eight stride-2 convolutions with batch normali
   REQUIRE(loss.size() == 10);
   CHECK(loss.back() < 0.5 * loss.front());
   // Inference normalises with the running statistics: a map's logits do not depend on the batch around it
-  // (with the batch's statistics they would move by whole units). Up to rounding: clang vectorises the
-  // convolutions' loops differently for one image and for five, so the bits may differ.
+  // (with the batch's statistics they would move by whole units). Up to rounding: built with clang, one
+  // image alone and the same image among five differ in their last bits.
   const auto batch = t.cnn.logits(t.set.held_out.pixels.data(), 5);
   const auto alone = t.cnn.logits(t.set.held_out.image(3), 1);
   REQUIRE(alone.size() == 4);
