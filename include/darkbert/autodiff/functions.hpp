@@ -25,6 +25,7 @@
 #include "../kernels/activation.hpp"
 #include "../kernels/attention.hpp"
 #include "../kernels/batch_norm.hpp"
+#include "../kernels/conv2d.hpp"
 #include "../kernels/dropout.hpp"
 #include "../kernels/layer_norm.hpp"
 #include "../kernels/linear.hpp"
@@ -276,76 +277,12 @@ Var<T> conv2d(Tape<T>& tape, const Var<T>& x, const Var<T>& w, const Var<T>& b, 
   const Index S = cs.stride, P = cs.padding;
   require(S > 0 && Hi + 2 * P >= kh && Wi + 2 * P >= kw, "autodiff::conv2d: kernel ", kh, "x", kw,
           " larger than the padded input ", Hi + 2 * P, "x", Wi + 2 * P);
-  const Index Ho = (Hi + 2 * P - kh) / S + 1, Wo = (Wi + 2 * P - kw) / S + 1;
-  Var<T> y = tape.variable({B, O, Ho, Wo});
-  // Output rows i whose tap u lands inside the input (r = i·S + u - P in [0, Hi)): [first, last].
-  auto outputs_of_tap = [=](Index u, Index in, Index out) {
-    const Index first = u >= P ? 0 : (P - u + S - 1) / S;
-    const Index last = in - 1 + P - u < 0 ? -1 : std::min(out - 1, (in - 1 + P - u) / S);
-    return std::pair<Index, Index>{first, last};
-  };
-  // Every output element sums its taps in (c, u, v) order, the loops below run over whole output rows.
-#pragma omp parallel for schedule(static) collapse(2)
-  for (Index n = 0; n < B; ++n)
-    for (Index o = 0; o < O; ++o) {
-      T* out = y.value() + (n * O + o) * Ho * Wo;
-      std::fill(out, out + Ho * Wo, b.valid() ? b.value()[o] : T(0));
-      for (Index c = 0; c < C; ++c) {
-        const T* in = x.value() + (n * C + c) * Hi * Wi;
-        for (Index u = 0; u < kh; ++u) {
-          const auto [i0, i1] = outputs_of_tap(u, Hi, Ho);
-          for (Index v = 0; v < kw; ++v) {
-            const auto [j0, j1] = outputs_of_tap(v, Wi, Wo);
-            const T wv = w.value()[((o * C + c) * kh + u) * kw + v];
-            for (Index i = i0; i <= i1; ++i) {
-              const Index row = (i * S + u - P) * Wi + v - P;  // + j·S: the tap of output (i, j)
-              T* yr = out + i * Wo;
-              for (Index j = j0; j <= j1; ++j) yr[j] += in[row + j * S] * wv;
-            }
-          }
-        }
-      }
-    }
+  const kernels::Conv2dGeometry g{B, C, Hi, Wi, O, kh, kw, S, P};
+  Var<T> y = tape.variable({B, O, g.out_height(), g.out_width()});
+  kernels::conv2d_forward(x.value(), w.value(), b.valid() ? b.value() : nullptr, y.value(), g);
   tape.record([=] {
-    // Sequential, in one fixed order: dw sums over (n, i, j), dx over (o, i, j) per element.
-    for (Index n = 0; n < B; ++n)
-      for (Index o = 0; o < O; ++o) {
-        const T* dy = y.grad() + (n * O + o) * Ho * Wo;
-        for (Index c = 0; c < C; ++c) {
-          const T* in = x.value() + (n * C + c) * Hi * Wi;
-          for (Index u = 0; u < kh; ++u) {
-            const auto [i0, i1] = outputs_of_tap(u, Hi, Ho);
-            for (Index v = 0; v < kw; ++v) {
-              const auto [j0, j1] = outputs_of_tap(v, Wi, Wo);
-              T acc = w.grad()[((o * C + c) * kh + u) * kw + v];
-              for (Index i = i0; i <= i1; ++i) {
-                const Index row = (i * S + u - P) * Wi + v - P;
-                for (Index j = j0; j <= j1; ++j) acc += dy[i * Wo + j] * in[row + j * S];
-              }
-              w.grad()[((o * C + c) * kh + u) * kw + v] = acc;
-            }
-          }
-        }
-        if (b.valid())
-          for (Index k = 0; k < Ho * Wo; ++k) b.grad()[o] += dy[k];
-      }
-    // dx gathers: input element (r, q) from the outputs i with u = r + P - i·S in [0, kh), likewise j.
-    for (Index n = 0; n < B; ++n)
-      for (Index c = 0; c < C; ++c)
-        for (Index r = 0; r < Hi; ++r) {
-          const Index i0 = std::max<Index>(0, (r + P - kh + S) / S), i1 = std::min(Ho - 1, (r + P) / S);
-          for (Index q = 0; q < Wi; ++q) {
-            const Index j0 = std::max<Index>(0, (q + P - kw + S) / S), j1 = std::min(Wo - 1, (q + P) / S);
-            T acc = x.grad()[((n * C + c) * Hi + r) * Wi + q];
-            for (Index o = 0; o < O; ++o) {
-              const T* dy = y.grad() + (n * O + o) * Ho * Wo;
-              const T* wk = w.value() + (o * C + c) * kh * kw;
-              for (Index i = i0; i <= i1; ++i)
-                for (Index j = j0; j <= j1; ++j) acc += dy[i * Wo + j] * wk[(r + P - i * S) * kw + q + P - j * S];
-            }
-            x.grad()[((n * C + c) * Hi + r) * Wi + q] = acc;
-          }
-        }
+    kernels::conv2d_backward_weight(x.value(), y.grad(), w.grad(), b.valid() ? b.grad() : nullptr, g);
+    if (x.needs_grad()) kernels::conv2d_backward_input(w.value(), y.grad(), x.grad(), g);  // not for an image
   });
   return y;
 }

@@ -87,6 +87,9 @@ class Var {
   T* value() const { return entry().value; }
   /// The gradient (null when nothing needs it).
   T* grad() const { return entry().grad; }
+  /// Whether a backward pass should compute this tensor's gradient: false on a tape that does not record
+  /// and for Tape::constant inputs (functions may then skip that work; the buffer is still there).
+  bool needs_grad() const { return entry().grad != nullptr && !entry().constant; }
   /// The shape.
   const Shape& shape() const { return entry().shape; }
   /// Number of elements.
@@ -165,6 +168,7 @@ class Tape {
     T* value = nullptr;  ///<  the values
     T* grad = nullptr;  ///<  the gradient, or null
     Shape shape;  ///<  the shape
+    bool constant = false;  ///<  an input nothing differentiates with respect to
   };
 
   Tape() = default;
@@ -184,10 +188,16 @@ class Tape {
     else if (!grad) grad = zeroed_grad(shape.size());
     return add({value, grad, shape});
   }
+  /// An input no gradient is wanted for (the images a classifier trains on). It still gets a zeroed
+  /// gradient buffer, so any function may write into it, but functions that can skip the work (conv2d's
+  /// input gradient) do: needs_grad() is false.
+  Var<T> constant(const T* value, const Shape& shape) {
+    return add({const_cast<T*>(value), zeroed_grad(shape.size()), shape, true});
+  }
   /// The same value and gradient under another shape of the same size (a reshape, nothing recorded).
   Var<T> alias(const Var<T>& x, const Shape& shape) {
     if (shape.size() != x.size()) fail("Tape::alias: ", x.size(), " elements cannot take a shape of ", shape.size());
-    return add({x.value(), x.grad(), shape});
+    return add({x.value(), x.grad(), shape, !x.needs_grad() && x.grad() != nullptr});
   }
   /// Scratch memory that lives until reset() (saved activations of a node).
   T* scratch(Index n) { return take(n); }

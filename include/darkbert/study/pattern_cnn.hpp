@@ -178,12 +178,15 @@ inline PatternImages images_of(const std::vector<LabelledPatternMap>& maps, Inde
 
 namespace detail {
 
-/// Runs the CNN on the calling thread only, for the guard's lifetime (the thread's OpenMP thread count is
-/// restored after). autodiff::conv2d opens a parallel loop per call; on 32 x 32 images that costs more than
-/// it gains — measured on two shared cores: 1.1 ms per training image on one thread, 3.3 ms on two.
+/// Runs the CNN on the calling thread only, for the guard's lifetime, when `one` (the thread's OpenMP
+/// thread count is restored after). autodiff::conv2d opens a parallel loop per call; on 32 x 32 images
+/// that costs more than it gains — measured on two shared cores: 1.1 ms per training image on one thread,
+/// 3.3 ms on two.
 class SingleThreadedOpenMp {
  public:
-  SingleThreadedOpenMp() : threads_(omp_get_max_threads()) { omp_set_num_threads(1); }
+  explicit SingleThreadedOpenMp(bool one) : threads_(omp_get_max_threads()) {
+    if (one) omp_set_num_threads(1);
+  }
   ~SingleThreadedOpenMp() { omp_set_num_threads(threads_); }
   SingleThreadedOpenMp(const SingleThreadedOpenMp&) = delete;
   SingleThreadedOpenMp& operator=(const SingleThreadedOpenMp&) = delete;
@@ -553,7 +556,7 @@ class PatternCnn {
     std::vector<float> grads(params_.size()), m(params_.size(), 0.0f), v(params_.size(), 0.0f), batch;
     std::vector<int> batch_labels;
     autodiff::Tape<float> tape;
-    const detail::SingleThreadedOpenMp one_thread;
+    const detail::SingleThreadedOpenMp one_thread(options_.input_size < 128);
     std::size_t step = 0;
     for (std::size_t epoch = 0; epoch < t.epochs; ++epoch) {
       const auto order = seeded_permutation(labelled.size(), t.seed * 1000003u + epoch);
@@ -590,7 +593,7 @@ class PatternCnn {
     std::vector<float> out(static_cast<std::size_t>(count * K));
     autodiff::Tape<float> tape;
     tape.set_recording(false);
-    const detail::SingleThreadedOpenMp one_thread;
+    const detail::SingleThreadedOpenMp one_thread(options_.input_size < 128);
     constexpr Index chunk = 64;
     for (Index first = 0; first < count; first += chunk) {
       const Index b = std::min(chunk, count - first);
@@ -749,7 +752,7 @@ class PatternCnn {
       const Slot& t = tensors_[static_cast<std::size_t>(slot)];
       return tape.external(p + t.offset, shape, grads ? grads + t.offset : nullptr);
     };
-    auto h = tape.external(const_cast<float*>(images), {batch, 1, S, S});
+    auto h = tape.constant(images, {batch, 1, S, S});
     Index in = 1;
     for (std::size_t l = 0; l < options_.channels.size(); ++l) {
       const Index out = options_.channels[l];
