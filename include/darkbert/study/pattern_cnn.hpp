@@ -35,8 +35,9 @@
 /// train/optimizer.hpp, written here for a flat parameter vector since that optimizer walks a
 /// Transformer's parameters), learning rate warmed up linearly over the first 5% of the steps and decayed
 /// linearly to 0, mini-batches in a seeded order per epoch, He-normal initialisation from the seed. Every
-/// step is a fixed sequence of loops (the convolution's backward runs in one fixed order), so one seed
-/// gives the same bits on every run. The network runs on the calling thread (see SingleThreadedOpenMp).
+/// step is a fixed sequence of loops (kernels/conv2d.hpp sums every element in a stated order, whatever
+/// the thread count), so one seed gives the same bits on every run. Networks on inputs under 128 x 128
+/// run on the calling thread, larger ones on the process's threads (see SingleThreadedOpenMp).
 ///
 /// A labelled-map folder (read_labelled_maps / write_labelled_maps):
 /// @code
@@ -181,7 +182,7 @@ namespace detail {
 /// Runs the CNN on the calling thread only, for the guard's lifetime, when `one` (the thread's OpenMP
 /// thread count is restored after). autodiff::conv2d opens a parallel loop per call; on 32 x 32 images
 /// that costs more than it gains — measured on two shared cores: 1.1 ms per training image on one thread,
-/// 3.3 ms on two.
+/// 3.3 ms on two — while the replication's 256 x 256 CNN trains 1.3 times faster on two (docs/performance.md).
 class SingleThreadedOpenMp {
  public:
   explicit SingleThreadedOpenMp(bool one) : threads_(omp_get_max_threads()) {
