@@ -197,7 +197,7 @@ class Tape {
   /// The same value and gradient under another shape of the same size (a reshape, nothing recorded).
   Var<T> alias(const Var<T>& x, const Shape& shape) {
     if (shape.size() != x.size()) fail("Tape::alias: ", x.size(), " elements cannot take a shape of ", shape.size());
-    return add({x.value(), x.grad(), shape, !x.needs_grad() && x.grad() != nullptr});
+    return add({x.value(), x.grad(), shape, !x.needs_grad()});
   }
   /// Scratch memory that lives until reset() (saved activations of a node).
   T* scratch(Index n) { return take(n); }

@@ -111,18 +111,18 @@ void conv2d_weight_grad_3x3(const T* x, const T* dy, T* dw, Index o, Index c, co
             for (Index v = 0; v < 3; ++v)
               if (j >= j_first[v] && j <= j_last[v]) a[u * 3 + v] += d[j] * in[row[u] + j * S + v];
       };
+      if (!(inside[0] && inside[1] && inside[2])) {  // a top or bottom row: every column checks its taps
+        for (Index j = 0; j < Wo; ++j) edge(j);
+        continue;
+      }
       for (Index j = 0; j < std::min(inner_first, Wo); ++j) edge(j);
-      if (inside[0] && inside[1] && inside[2]) {
-        const T *r0 = in + row[0] + P, *r1 = in + row[1] + P, *r2 = in + row[2] + P;  // column -P + P = 0
-        for (Index j = inner_first; j <= inner_last; ++j) {
-          const T dj = d[j];
-          const Index q = j * S - P;  // >= 0: every tap of column j is inside
-          a[0] += dj * r0[q], a[1] += dj * r0[q + 1], a[2] += dj * r0[q + 2];
-          a[3] += dj * r1[q], a[4] += dj * r1[q + 1], a[5] += dj * r1[q + 2];
-          a[6] += dj * r2[q], a[7] += dj * r2[q + 1], a[8] += dj * r2[q + 2];
-        }
-      } else {
-        for (Index j = inner_first; j <= inner_last; ++j) edge(j);
+      const T *r0 = in + row[0] + P, *r1 = in + row[1] + P, *r2 = in + row[2] + P;  // column -P + P = 0
+      for (Index j = inner_first; j <= inner_last; ++j) {
+        const T dj = d[j];
+        const Index q = j * S - P;  // >= 0: every tap of column j is inside
+        a[0] += dj * r0[q], a[1] += dj * r0[q + 1], a[2] += dj * r0[q + 2];
+        a[3] += dj * r1[q], a[4] += dj * r1[q + 1], a[5] += dj * r1[q + 2];
+        a[6] += dj * r2[q], a[7] += dj * r2[q + 1], a[8] += dj * r2[q + 2];
       }
       for (Index j = std::max(inner_last + 1, inner_first); j < Wo; ++j) edge(j);
     }
