@@ -153,6 +153,8 @@ class AveragedPerceptron {
     accum_.resize(accum_.size() + classes_.size(), 0.0);
     return id;
   }
+  /// The feature whose id is `id` (0 <= id < num_features()).
+  const std::string& feature(int id) const { return names_[static_cast<std::size_t>(id)]; }
   /// Id of a known feature, -1 if unknown.
   int lookup(std::string_view feature) const {
     auto it = ids_.find(feature);

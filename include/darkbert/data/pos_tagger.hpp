@@ -118,6 +118,18 @@ struct TaggerInput {
   std::vector<std::vector<std::string>> features;
 };
 
+/// The features a second pass adds to word u's static ones (last in its list): the first-pass tags
+/// `right` of words u + 1 and u + 2, and of u itself.
+inline void tagger_right_features(const std::vector<std::string>& low, const std::vector<std::string>& right,
+                                  std::size_t u, std::vector<std::string>& f) {
+  const auto at = [&](std::size_t i) -> std::string { return i < right.size() ? right[i] : "</s>"; };
+  f.push_back("r+1=" + at(u + 1));
+  f.push_back("r+2=" + at(u + 2));
+  f.push_back("r+1r+2=" + at(u + 1) + " " + at(u + 2));
+  f.push_back("r+1w=" + at(u + 1) + " " + low[u]);
+  f.push_back("r0=" + right[u]);
+}
+
 /// `right_tags`, when given, are first-pass tags; their i+1 / i+2 values become features.
 inline TaggerInput tagger_input(const std::vector<std::string>& words, const TagLexicon& lexicon,
                                 const std::vector<std::string>* right_tags) {
@@ -179,14 +191,7 @@ inline TaggerInput tagger_input(const std::vector<std::string>& words, const Tag
     f.push_back("a-1a=" + at(amb, i - 1) + " " + amb[u]);
     f.push_back("w-1a=" + at(low, i - 1) + " " + amb[u]);
     f.push_back("aw+1=" + amb[u] + " " + at(low, i + 1));
-    if (right_tags != nullptr) {
-      const auto& r = *right_tags;
-      f.push_back("r+1=" + at(r, i + 1));
-      f.push_back("r+2=" + at(r, i + 2));
-      f.push_back("r+1r+2=" + at(r, i + 1) + " " + at(r, i + 2));
-      f.push_back("r+1w=" + at(r, i + 1) + " " + l);
-      f.push_back("r0=" + r[u]);
-    }
+    if (right_tags != nullptr) tagger_right_features(low, *right_tags, u, f);
   }
   return in;
 }
@@ -206,6 +211,14 @@ inline void tagger_dynamic_features(const std::vector<std::string>& low, std::si
     f.push_back("t-1r+1=" + t1 + " " + (i + 1 < low.size() ? (*right_tags)[i + 1] : std::string("</s>")));
 }
 
+/// The first-pass static features of every training sentence, interned once into a reference model:
+/// ids[s][i] lists word i's features as ids of `names`, in tagger_input's order. A pass trained later
+/// maps them to its own ids instead of building and hashing the strings again.
+struct InternedFeatures {
+  const AveragedPerceptron* names = nullptr;
+  std::vector<std::vector<std::vector<int>>> ids;
+};
+
 /// One greedy left-to-right perceptron tagger.
 class GreedyTagger {
  public:
@@ -213,22 +226,48 @@ class GreedyTagger {
   GreedyTagger(AveragedPerceptron model, bool uses_right_tags)
       : model_(std::move(model)), uses_right_tags_(uses_right_tags) {}
 
+  /// Trains on the sentences in `subset`. With `interned` (the first-pass features of every sentence), the
+  /// static features come from it; the pass interns them in the same order as from the strings, so every
+  /// feature gets the same id. `to_own`, when given, receives the map from `interned` ids to this
+  /// model's (-1: a feature it never saw), for tag_interned. `static_ids`, when given, receives the
+  /// static features of subset[k] as this model's ids (an InternedFeatures' ids when subset is 0 .. n-1).
   static GreedyTagger train(const std::vector<std::vector<std::string>>& words,
                             const std::vector<std::vector<std::string>>& tags, const std::vector<std::size_t>& subset,
                             const std::vector<std::string>& classes, const TagLexicon& lexicon,
                             const std::vector<std::vector<std::string>>* right_tags, int iterations,
-                            std::uint64_t seed) {
+                            std::uint64_t seed, const InternedFeatures* interned = nullptr,
+                            std::vector<int>* to_own = nullptr,
+                            std::vector<std::vector<std::vector<int>>>* static_ids = nullptr) {
     AveragedPerceptron model(classes);
     std::vector<std::vector<std::vector<int>>> ids(subset.size());
     std::vector<std::vector<std::string>> lows(subset.size());
     std::vector<std::vector<int>> gold(subset.size());
+    std::vector<int> own(interned ? interned->names->num_features() : 0, -1);
+    std::vector<std::string> right_features;
     for (std::size_t k = 0; k < subset.size(); ++k) {
       const std::size_t s = subset[k];
-      auto in = tagger_input(words[s], lexicon, right_tags ? &(*right_tags)[s] : nullptr);
-      ids[k].resize(in.features.size());
-      for (std::size_t i = 0; i < in.features.size(); ++i)
-        for (const auto& f : in.features[i]) ids[k][i].push_back(model.intern(f));
-      lows[k] = std::move(in.lower);
+      if (interned) {
+        for (const auto& w : words[s]) lows[k].push_back(lower_word(w));
+        ids[k].resize(words[s].size());
+        for (std::size_t i = 0; i < words[s].size(); ++i) {
+          for (int g : interned->ids[s][i]) {
+            int& id = own[static_cast<std::size_t>(g)];
+            if (id < 0) id = model.intern(interned->names->feature(g));
+            ids[k][i].push_back(id);
+          }
+          if (right_tags) {
+            right_features.clear();
+            tagger_right_features(lows[k], (*right_tags)[s], i, right_features);
+            for (const auto& f : right_features) ids[k][i].push_back(model.intern(f));
+          }
+        }
+      } else {
+        auto in = tagger_input(words[s], lexicon, right_tags ? &(*right_tags)[s] : nullptr);
+        ids[k].resize(in.features.size());
+        for (std::size_t i = 0; i < in.features.size(); ++i)
+          for (const auto& f : in.features[i]) ids[k][i].push_back(model.intern(f));
+        lows[k] = std::move(in.lower);
+      }
       for (const auto& t : tags[s]) gold[k].push_back(model.class_index(t));
     }
     // Dynamic features repeat endlessly (tag x word combinations): cache their ids by an integer key so the
@@ -271,6 +310,8 @@ class GreedyTagger {
       }
     }
     model.finalize();
+    if (to_own) *to_own = std::move(own);
+    if (static_ids) *static_ids = std::move(ids);
     return GreedyTagger(std::move(model), right_tags != nullptr);
   }
 
@@ -283,6 +324,25 @@ class GreedyTagger {
       x.clear();
       for (const auto& f : in.features[i]) x.push_back(model_.lookup(f));
       tagger_dynamic_features(in.lower, i, out, right_tags, dyn);
+      for (const auto& f : dyn) x.push_back(model_.lookup(f));
+      out[i] = model_.classes()[static_cast<std::size_t>(model_.predict(x))];
+    }
+    return out;
+  }
+
+  /// tag() of a first pass (no right tags) on a sentence whose static features are given as ids of an
+  /// InternedFeatures (`interned_ids`, its words' entries) with `to_own` from train: the same tags, without
+  /// building the feature strings again.
+  std::vector<std::string> tag_interned(const std::vector<std::string>& words,
+                                        const std::vector<std::vector<int>>& interned_ids,
+                                        const std::vector<int>& to_own) const {
+    std::vector<std::string> low, out(words.size()), dyn;
+    for (const auto& w : words) low.push_back(lower_word(w));
+    std::vector<int> x;
+    for (std::size_t i = 0; i < words.size(); ++i) {
+      x.clear();
+      for (int g : interned_ids[i]) x.push_back(to_own[static_cast<std::size_t>(g)]);
+      tagger_dynamic_features(low, i, out, nullptr, dyn);
       for (const auto& f : dyn) x.push_back(model_.lookup(f));
       out[i] = model_.classes()[static_cast<std::size_t>(model_.predict(x))];
     }
@@ -334,9 +394,12 @@ class PosTagger {
     TagLexicon lexicon = TagLexicon::build(lows, tags);
     std::vector<std::size_t> all(words.size());
     for (std::size_t s = 0; s < all.size(); ++s) all[s] = s;
+    // The first pass sees every sentence: its static feature ids serve every later pass.
+    detail::InternedFeatures interned;
     auto first = detail::GreedyTagger::train(words, tags, all, classes, lexicon, nullptr, options.iterations,
-                                             options.seed);
+                                             options.seed, nullptr, nullptr, &interned.ids);
     if (options.folds == 0) return PosTagger(std::move(lexicon), std::move(first), std::nullopt);
+    interned.names = &first.model();
 
     std::vector<std::vector<std::string>> jackknifed(words.size());
     const auto order = seeded_permutation(words.size(), options.seed);
@@ -345,12 +408,13 @@ class PosTagger {
       std::vector<std::size_t> in_fold, rest;
       for (std::size_t p = 0; p < order.size(); ++p) (p % k == fold ? in_fold : rest).push_back(order[p]);
       std::sort(rest.begin(), rest.end());
+      std::vector<int> to_own;
       auto model = detail::GreedyTagger::train(words, tags, rest, classes, lexicon, nullptr, options.iterations,
-                                               options.seed + 1000 * (fold + 1));
-      for (auto s : in_fold) jackknifed[s] = model.tag(words[s], lexicon, nullptr);
+                                               options.seed + 1000 * (fold + 1), &interned, &to_own);
+      for (auto s : in_fold) jackknifed[s] = model.tag_interned(words[s], interned.ids[s], to_own);
     }
     auto second = detail::GreedyTagger::train(words, tags, all, classes, lexicon, &jackknifed, options.iterations,
-                                              options.seed + 1);
+                                              options.seed + 1, &interned);
     if (jackknifed_out != nullptr) *jackknifed_out = std::move(jackknifed);
     return PosTagger(std::move(lexicon), std::move(first), std::move(second));
   }
