@@ -1,9 +1,12 @@
-// POS tagger: accuracy of a small model on all of UD EWT dev, determinism, the two-pass structure, the tag
-// lexicon, and input errors. (The full model's accuracy is measured by `darkbert annotate --score`.)
+// POS tagger: accuracy of a small model on all of UD EWT dev, determinism, the two-pass structure, passes
+// trained from interned feature ids against passes trained from the strings, the tag lexicon, and input
+// errors. (The full model's accuracy is measured by `darkbert annotate --score`.)
 #include <doctest/doctest.h>
 
-#include <string>  // std::string
-#include <vector>  // std::vector
+#include <algorithm>  // std::sort, std::unique
+#include <sstream>    // std::ostringstream
+#include <string>     // std::string
+#include <vector>     // std::vector
 
 #include "darkbert/data/pos_tagger.hpp"
 #include "test_data_fixtures.hpp"
@@ -88,6 +91,58 @@ TEST_CASE("jackknifed tags: one sequence per training sentence, none seen by the
   const double acc = static_cast<double>(ok) / static_cast<double>(n);
   CHECK(acc > 0.6);
   CHECK(acc < 0.97);
+}
+
+TEST_CASE("passes trained from the first pass's interned features equal passes trained from the strings") {
+  using darkbert::detail::GreedyTagger;
+  auto c = columns(darkbert::test::ewt_train_head());
+  c.words.resize(300);
+  c.tags.resize(300);
+  std::vector<std::string> classes;
+  std::vector<std::vector<std::string>> lows(c.words.size());
+  for (std::size_t s = 0; s < c.words.size(); ++s) {
+    classes.insert(classes.end(), c.tags[s].begin(), c.tags[s].end());
+    for (const auto& w : c.words[s]) lows[s].push_back(darkbert::detail::lower_word(w));
+  }
+  std::sort(classes.begin(), classes.end());
+  classes.erase(std::unique(classes.begin(), classes.end()), classes.end());
+  const auto lexicon = darkbert::TagLexicon::build(lows, c.tags);
+  const auto saved = [](const GreedyTagger& t) {
+    std::ostringstream out;
+    t.model().save(out);
+    return out.str();
+  };
+  std::vector<std::size_t> all, rest, held_out;
+  for (std::size_t s = 0; s < c.words.size(); ++s) {
+    all.push_back(s);
+    (s % 3 == 0 ? held_out : rest).push_back(s);
+  }
+  darkbert::detail::InternedFeatures interned;
+  const auto first = GreedyTagger::train(c.words, c.tags, all, classes, lexicon, nullptr, 2, 7, nullptr, nullptr, &interned.ids);
+  interned.names = &first.model();
+  REQUIRE(interned.ids.size() == c.words.size());
+
+  // A fold: the same model file, feature for feature, and the same tags on the sentences it did not see.
+  std::vector<int> to_own;
+  const auto from_strings = GreedyTagger::train(c.words, c.tags, rest, classes, lexicon, nullptr, 2, 11);
+  const auto from_ids = GreedyTagger::train(c.words, c.tags, rest, classes, lexicon, nullptr, 2, 11, &interned, &to_own);
+  CHECK(saved(from_ids) == saved(from_strings));
+  CHECK(from_ids.model().num_features() == from_strings.model().num_features());
+  std::vector<std::vector<std::string>> right(c.words.size());
+  std::size_t unseen = 0;
+  for (std::size_t s : held_out) {
+    right[s] = from_strings.tag(c.words[s], lexicon, nullptr);
+    CHECK(from_ids.tag_interned(c.words[s], interned.ids[s], to_own) == right[s]);
+    for (const auto& word_ids : interned.ids[s])
+      for (int g : word_ids) unseen += to_own[static_cast<std::size_t>(g)] < 0;
+  }
+  CHECK(unseen > 0);  // the held-out sentences have features the fold never saw: the -1 path is exercised
+  for (std::size_t s : rest) right[s] = first.tag(c.words[s], lexicon, nullptr);
+
+  // A second pass (right tags appended to the static features): the same model file.
+  const auto second_strings = GreedyTagger::train(c.words, c.tags, all, classes, lexicon, &right, 2, 13);
+  const auto second_ids = GreedyTagger::train(c.words, c.tags, all, classes, lexicon, &right, 2, 13, &interned);
+  CHECK(saved(second_ids) == saved(second_strings));
 }
 
 TEST_CASE("tag lexicon: frequent words get the tags seen with them, rare words '?'") {
