@@ -318,16 +318,9 @@ class GreedyTagger {
   std::vector<std::string> tag(const std::vector<std::string>& words, const TagLexicon& lexicon,
                                const std::vector<std::string>* right_tags) const {
     const auto in = tagger_input(words, lexicon, right_tags);
-    std::vector<std::string> out(words.size()), dyn;
-    std::vector<int> x;
-    for (std::size_t i = 0; i < words.size(); ++i) {
-      x.clear();
+    return tag_left_to_right(in.lower, right_tags, [&](std::size_t i, std::vector<int>& x) {
       for (const auto& f : in.features[i]) x.push_back(model_.lookup(f));
-      tagger_dynamic_features(in.lower, i, out, right_tags, dyn);
-      for (const auto& f : dyn) x.push_back(model_.lookup(f));
-      out[i] = model_.classes()[static_cast<std::size_t>(model_.predict(x))];
-    }
-    return out;
+    });
   }
 
   /// tag() of a first pass (no right tags) on a sentence whose static features are given as ids of an
@@ -336,23 +329,34 @@ class GreedyTagger {
   std::vector<std::string> tag_interned(const std::vector<std::string>& words,
                                         const std::vector<std::vector<int>>& interned_ids,
                                         const std::vector<int>& to_own) const {
-    std::vector<std::string> low, out(words.size()), dyn;
+    std::vector<std::string> low;
     for (const auto& w : words) low.push_back(lower_word(w));
-    std::vector<int> x;
-    for (std::size_t i = 0; i < words.size(); ++i) {
-      x.clear();
+    return tag_left_to_right(low, nullptr, [&](std::size_t i, std::vector<int>& x) {
       for (int g : interned_ids[i]) x.push_back(to_own[static_cast<std::size_t>(g)]);
-      tagger_dynamic_features(low, i, out, nullptr, dyn);
-      for (const auto& f : dyn) x.push_back(model_.lookup(f));
-      out[i] = model_.classes()[static_cast<std::size_t>(model_.predict(x))];
-    }
-    return out;
+    });
   }
 
   const AveragedPerceptron& model() const { return model_; }
   bool uses_right_tags() const { return uses_right_tags_; }
 
  private:
+  // Greedy decoding of one sentence: word i's features are its static ids (static_ids(i, x) appends
+  // them to x) followed by the dynamic features of the tags given so far.
+  template <class StaticIds>
+  std::vector<std::string> tag_left_to_right(const std::vector<std::string>& low,
+                                             const std::vector<std::string>* right_tags, StaticIds&& static_ids) const {
+    std::vector<std::string> out(low.size()), dyn;
+    std::vector<int> x;
+    for (std::size_t i = 0; i < low.size(); ++i) {
+      x.clear();
+      static_ids(i, x);
+      tagger_dynamic_features(low, i, out, right_tags, dyn);
+      for (const auto& f : dyn) x.push_back(model_.lookup(f));
+      out[i] = model_.classes()[static_cast<std::size_t>(model_.predict(x))];
+    }
+    return out;
+  }
+
   AveragedPerceptron model_;
   bool uses_right_tags_ = false;
 };
