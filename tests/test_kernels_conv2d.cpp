@@ -12,6 +12,7 @@
 
 namespace {
 using darkbert::Index;
+using darkbert::multiply_add;
 using darkbert::kernels::Conv2dGeometry;
 
 template <class T>
@@ -28,8 +29,8 @@ struct ConvResult {
   std::vector<T> y, dw, db, dx;
 };
 
-// The contract, written as gathers: y over (c, u, v), dw over (n, i, j), dx over (o, i, j); every
-// accumulator starts from the buffer's previous value, as the kernels' do.
+// The contract, written as gathers: y over (c, u, v), dw over (n, i, j), dx over (o, i, j), each term
+// added with multiply_add; every accumulator starts from the buffer's previous value, as the kernels' do.
 template <class T>
 ConvResult<T> gather_reference(const std::vector<T>& x, const std::vector<T>& w, const std::vector<T>& b,
                                const std::vector<T>& dy, ConvResult<T> r, const Conv2dGeometry& g) {
@@ -51,7 +52,7 @@ ConvResult<T> gather_reference(const std::vector<T>& x, const std::vector<T>& w,
           for (Index c = 0; c < C; ++c)
             for (Index u = 0; u < kh; ++u)
               for (Index v = 0; v < kw; ++v)
-                if (const T* xv = X(n, c, i * S + u - P, j * S + v - P)) acc += *xv * w[at(o, c, u, v, C, kh, kw)];
+                if (const T* xv = X(n, c, i * S + u - P, j * S + v - P)) acc = multiply_add(*xv, w[at(o, c, u, v, C, kh, kw)], acc);
           r.y[at(n, o, i, j, O, Ho, Wo)] = acc;
         }
   for (Index o = 0; o < O; ++o)
@@ -62,7 +63,7 @@ ConvResult<T> gather_reference(const std::vector<T>& x, const std::vector<T>& w,
           for (Index n = 0; n < B; ++n)
             for (Index i = 0; i < Ho; ++i)
               for (Index j = 0; j < Wo; ++j)
-                if (const T* xv = X(n, c, i * S + u - P, j * S + v - P)) acc += dy[at(n, o, i, j, O, Ho, Wo)] * *xv;
+                if (const T* xv = X(n, c, i * S + u - P, j * S + v - P)) acc = multiply_add(dy[at(n, o, i, j, O, Ho, Wo)], *xv, acc);
           r.dw[at(o, c, u, v, C, kh, kw)] = acc;
         }
   for (Index o = 0; o < O; ++o)
@@ -77,7 +78,7 @@ ConvResult<T> gather_reference(const std::vector<T>& x, const std::vector<T>& w,
             for (Index i = 0; i < Ho; ++i)
               for (Index j = 0; j < Wo; ++j) {
                 const Index u = r_ + P - i * S, v = q + P - j * S;
-                if (u >= 0 && u < kh && v >= 0 && v < kw) acc += dy[at(n, o, i, j, O, Ho, Wo)] * w[at(o, c, u, v, C, kh, kw)];
+                if (u >= 0 && u < kh && v >= 0 && v < kw) acc = multiply_add(dy[at(n, o, i, j, O, Ho, Wo)], w[at(o, c, u, v, C, kh, kw)], acc);
               }
           r.dx[at(n, c, r_, q, C, Hi, Wi)] = acc;
         }

@@ -89,6 +89,8 @@ TEST_CASE("a recipe survives its JSON (run.json), and a run.json from before a f
   r.seed = 7;
   r.heldout_examples = 32;
   r.batch_slices = 2;
+  r.weights_seed = 3;
+  r.data_seed = 4;
   const auto back = nlohmann::json(r).get<PretrainRecipe>();
   CHECK(nlohmann::json(back) == nlohmann::json(r));
   auto old = nlohmann::json(r);
@@ -97,6 +99,8 @@ TEST_CASE("a recipe survives its JSON (run.json), and a run.json from before a f
   old.erase("softmax_draws");
   old.erase("heldout_examples");
   old.erase("batch_slices");
+  old.erase("weights_seed");
+  old.erase("data_seed");
   const auto read = old.get<PretrainRecipe>();
   CHECK(read.steps == 0);
   CHECK(read.predicted_fraction == 1);
@@ -104,6 +108,11 @@ TEST_CASE("a recipe survives its JSON (run.json), and a run.json from before a f
   CHECK(read.heldout_examples == 0);  // the task's default held-out size
   CHECK(read.batch_slices == 1);       // the whole batch at once
   CHECK(read.seed == 7);
+  CHECK(read.initial_weights_seed() == 7);  // the weights from --seed, as before the field existed
+  CHECK(read.task_seed() == 7);
+  CHECK(back.initial_weights_seed() == 3);
+  CHECK(back.task_seed() == 4);
+  CHECK(back.seed == 7);
 }
 
 TEST_CASE("recipe_config: the recipe's shape, the real vocabulary, at least 128 positions, its dropout") {

@@ -1,5 +1,5 @@
 // darkbert pretrain --arch bert|gpt2 --out DIR [--recipe mini|reference|tiny] [--minutes M | --steps N] [--resume]
-//                   [--layers --hidden --heads --ff --seq --batch --lr --warmup] [--seed N] [--max-documents N]
+//                   [--layers --hidden --heads --ff --seq --batch --lr --warmup] [--seed N] [--weights-seed N] [--data-seed N] [--max-documents N]
 //                   [--eval-every N] [--checkpoint-every N] [--probe-pairs 200] [--heldout-examples N] [--grow-from N --grow-fraction F] [--batch-slices N]
 //                   [--quiet]
 //
@@ -15,6 +15,7 @@
 #include <cstdio>     // std::printf
 #include <filesystem>  // std::filesystem
 #include <iostream>   // std::cout
+#include <limits>     // std::numeric_limits
 #include <memory>     // std::make_shared
 #include <optional>   // std::optional
 #include <string>     // std::string
@@ -38,7 +39,7 @@ struct PretrainCommand {
   std::optional<int> layers, hidden, heads, ff, seq, short_seq, grow_from, batch_slices;
   std::optional<std::size_t> batch, max_documents, probe_pairs, heldout_examples;
   std::optional<double> lr;
-  std::optional<std::int64_t> warmup, eval_every, checkpoint_every, softmax_draws, grow_warmup;
+  std::optional<std::int64_t> warmup, weights_seed, data_seed, eval_every, checkpoint_every, softmax_draws, grow_warmup;
   std::optional<std::uint64_t> seed;
   std::optional<std::string> position_init;
   std::optional<double> dropout, attention_dropout, position_rms, mask_prob, short_fraction, predicted_fraction,
@@ -50,7 +51,8 @@ struct PretrainCommand {
       if (value) field = *value;
     };
     set(r.layers, layers), set(r.hidden, hidden), set(r.heads, heads), set(r.ff, ff), set(r.seq, seq);
-    set(r.batch, batch), set(r.lr, lr), set(r.warmup, warmup), set(r.seed, seed);
+    set(r.batch, batch), set(r.lr, lr), set(r.warmup, warmup), set(r.seed, seed), set(r.weights_seed, weights_seed);
+    set(r.data_seed, data_seed);
     set(r.max_documents, max_documents), set(r.eval_every, eval_every), set(r.checkpoint_every, checkpoint_every);
     set(r.probe_pairs, probe_pairs), set(r.heldout_examples, heldout_examples), set(r.position_init, position_init), set(r.dropout, dropout);
     set(r.attention_dropout, attention_dropout);
@@ -103,6 +105,12 @@ void add_pretrain_command(CLI::App& app) {
   cmd->add_option("--lr", o->lr, "Override: peak learning rate");
   cmd->add_option("--warmup", o->warmup, "Override: warm-up steps");
   cmd->add_option("--seed", o->seed, "Override: seed of the weights, data order, masks and dropout");
+  cmd->add_option("--weights-seed", o->weights_seed,
+                  "Override: seed of the initial weights alone (--seed keys the rest)")
+      ->check(CLI::Range(std::int64_t{0}, std::numeric_limits<std::int64_t>::max()));
+  cmd->add_option("--data-seed", o->data_seed,
+                  "Override: seed of the data order, masks and sampled-softmax draws alone (--seed keys the rest)")
+      ->check(CLI::Range(std::int64_t{0}, std::numeric_limits<std::int64_t>::max()));
   cmd->add_option("--max-documents", o->max_documents, "Override: train on the first N documents (0 = all)");
   cmd->add_option("--eval-every", o->eval_every, "Override: steps between held-out evaluations");
   cmd->add_option("--checkpoint-every", o->checkpoint_every, "Override: steps between checkpoints");

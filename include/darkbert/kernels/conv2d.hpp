@@ -13,13 +13,15 @@
 /// Every output element is written by one thread and sums its terms in the order above, so the bits do not
 /// depend on the thread count. The orders are the contract: the faster paths below keep them (each
 /// accumulator still adds its terms one after another; they gain by running independent accumulators side
-/// by side, not by reordering a sum).
+/// by side, not by reordering a sum). Each term is added with multiply_add, so whether a product is fused
+/// depends on the build's target alone, never on how the compiler vectorised a loop.
 
 #include <algorithm>  // std::fill, std::max, std::min
 #include <tuple>      // std::tie
 #include <utility>    // std::pair
 
-#include "../core/matrix.hpp"  // darkbert::Index
+#include "../core/matrix.hpp"        // darkbert::Index
+#include "../core/multiply_add.hpp"  // darkbert::multiply_add
 
 namespace darkbert::kernels {
 
@@ -68,7 +70,7 @@ void conv2d_forward(const T* x, const T* w, const T* b, T* y, const Conv2dGeomet
             for (Index i = i0; i <= i1; ++i) {
               const Index row = (i * S + u - P) * Wi + v - P;  // + j·S: the tap of output (i, j)
               T* yr = out + i * Wo;
-              for (Index j = j0; j <= j1; ++j) yr[j] += in[row + j * S] * wv;
+              for (Index j = j0; j <= j1; ++j) yr[j] = multiply_add(in[row + j * S], wv, yr[j]);
             }
           }
         }
@@ -109,7 +111,7 @@ void conv2d_weight_grad_3x3(const T* x, const T* dy, T* dw, Index o, Index c, co
         for (Index u = 0; u < 3; ++u)
           if (inside[u])
             for (Index v = 0; v < 3; ++v)
-              if (j >= j_first[v] && j <= j_last[v]) a[u * 3 + v] += d[j] * in[row[u] + j * S + v];
+              if (j >= j_first[v] && j <= j_last[v]) a[u * 3 + v] = multiply_add(d[j], in[row[u] + j * S + v], a[u * 3 + v]);
       };
       if (!(inside[0] && inside[1] && inside[2])) {  // a top or bottom row: every column checks its taps
         for (Index j = 0; j < Wo; ++j) edge(j);
@@ -120,9 +122,11 @@ void conv2d_weight_grad_3x3(const T* x, const T* dy, T* dw, Index o, Index c, co
       for (Index j = inner_first; j <= inner_last; ++j) {
         const T dj = d[j];
         const Index q = j * S - P;  // >= 0: every tap of column j is inside
-        a[0] += dj * r0[q], a[1] += dj * r0[q + 1], a[2] += dj * r0[q + 2];
-        a[3] += dj * r1[q], a[4] += dj * r1[q + 1], a[5] += dj * r1[q + 2];
-        a[6] += dj * r2[q], a[7] += dj * r2[q + 1], a[8] += dj * r2[q + 2];
+        for (Index v = 0; v < 3; ++v) {
+          a[v] = multiply_add(dj, r0[q + v], a[v]);
+          a[3 + v] = multiply_add(dj, r1[q + v], a[3 + v]);
+          a[6 + v] = multiply_add(dj, r2[q + v], a[6 + v]);
+        }
       }
       for (Index j = std::max(inner_last + 1, inner_first); j < Wo; ++j) edge(j);
     }
@@ -156,7 +160,7 @@ void conv2d_backward_weight(const T* x, const T* dy, T* dw, T* db, const Conv2dG
             const T* d = dy + (n * O + o) * Ho * Wo;
             for (Index i = i0; i <= i1; ++i) {
               const Index row = (i * S + u - P) * Wi + v - P;
-              for (Index j = j0; j <= j1; ++j) acc += d[i * Wo + j] * in[row + j * S];
+              for (Index j = j0; j <= j1; ++j) acc = multiply_add(d[i * Wo + j], in[row + j * S], acc);
             }
           }
           dw[((o * C + c) * kh + u) * kw + v] = acc;
@@ -192,7 +196,7 @@ void conv2d_backward_input(const T* w, const T* dy, T* dx, const Conv2dGeometry&
             const T wv = w[((o * C + c) * kh + u) * kw + v];
             for (Index i = i0; i <= i1; ++i) {
               const Index row = (i * S + u - P) * Wi + v - P;
-              for (Index j = j0; j <= j1; ++j) plane[row + j * S] += d[i * Wo + j] * wv;
+              for (Index j = j0; j <= j1; ++j) plane[row + j * S] = multiply_add(d[i * Wo + j], wv, plane[row + j * S]);
             }
           }
         }

@@ -35,6 +35,10 @@ struct PretrainRecipe {
   std::int64_t steps = 0;     ///< length of the run (0: give minutes)
   double minutes = 0;         ///< or a training-time budget (used when steps is 0)
   std::uint64_t seed = 0;     ///< weights, data order, masks and dropout
+  std::int64_t weights_seed = -1;  ///< the initial weights from this seed instead (negative: `seed`)
+  std::int64_t data_seed = -1;     ///< the data order, masks and sampled-softmax draws from this seed
+                                   ///< instead (negative: `seed`); `seed` then keys the dropout alone.
+                                   ///< The two tell apart what each random choice decides in a run
   std::size_t max_documents = 0;  ///< train on the first N documents (0 = all)
   std::int64_t eval_every = 100;       ///< steps between held-out evaluations (also at 0 and at the end)
   std::int64_t checkpoint_every = 200;  ///< steps between checkpoints (also at the end)
@@ -77,6 +81,11 @@ struct PretrainRecipe {
     }
   }
 
+  /// The seed of the initial weights (and of blocks added when growing).
+  std::uint64_t initial_weights_seed() const { return weights_seed < 0 ? seed : static_cast<std::uint64_t>(weights_seed); }
+  /// The seed of the data order, the masks and the sampled-softmax draws.
+  std::uint64_t task_seed() const { return data_seed < 0 ? seed : static_cast<std::uint64_t>(data_seed); }
+
   /// The step at which a growing run adds its blocks (0 when it does not grow).
   std::int64_t grow_step() const {
     return grow_from > 0 ? std::max<std::int64_t>(1, static_cast<std::int64_t>(grow_fraction * static_cast<double>(steps))) : 0;
@@ -84,7 +93,7 @@ struct PretrainRecipe {
 };
 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PretrainRecipe, arch, layers, hidden, heads, ff, seq, batch, lr, warmup,
-                                                steps, minutes, seed, max_documents, eval_every, checkpoint_every,
+                                                steps, minutes, seed, weights_seed, data_seed, max_documents, eval_every, checkpoint_every,
                                                 probe_pairs, heldout_examples, position_init, position_rms, dropout, attention_dropout, mask_prob, short_seq,
                                                 short_fraction, predicted_fraction, softmax_draws, grow_from, grow_fraction,
                                                 grow_warmup, batch_slices)

@@ -167,7 +167,7 @@ inline PretrainingResult run_pretraining(const DataRoot& root, const Pretraining
                                       .predicted_fraction = r.predicted_fraction,
                                       .softmax_draws = static_cast<Index>(r.softmax_draws)};
   if (r.heldout_examples > 0) task_options.heldout_pairs = task_options.heldout_windows = r.heldout_examples;
-  PretrainingTask task(gpt2 ? Family::gpt2 : Family::bert, train, heldout, tokenizer, task_options, r.seed);
+  PretrainingTask task(gpt2 ? Family::gpt2 : Family::bert, train, heldout, tokenizer, task_options, r.task_seed());
 
   const ModelConfig config = recipe_config(r);
   // The §3.1 probe: MRPC dev pairs, as the paper's analysis feeds them, whole (up to the model's 128 or
@@ -184,7 +184,7 @@ inline PretrainingResult run_pretraining(const DataRoot& root, const Pretraining
   // A growing recipe starts with grow_from blocks (grow_depth.hpp).
   ModelConfig first_config = config;
   if (r.grow_from > 0) first_config.num_layers = r.grow_from;
-  auto model = loaded ? std::move(*loaded) : Transformer<float>::random(first_config, TaskHeads::for_architecture(config), r.seed);
+  auto model = loaded ? std::move(*loaded) : Transformer<float>::random(first_config, TaskHeads::for_architecture(config), r.initial_weights_seed());
   if (!loaded) init_positions(model.params().embeddings.position, r.position_init, r.position_rms, Transformer<float>::random_init_std);
   require(model.config().num_layers == config.num_layers || model.config().num_layers == first_config.num_layers,
           (checkpoint_dir / "config.json").string(), ": the checkpoint has ", model.config().num_layers,
@@ -258,7 +258,7 @@ inline PretrainingResult run_pretraining(const DataRoot& root, const Pretraining
     const auto grow_step = r.grow_step();
     options.stop_at = grow_step;
     state = pretrain(model, *optimizer, task, options, state, callbacks);
-    model = with_identity_blocks(model, config.num_layers, r.seed ^ (0x9e3779b97f4a7c15ull * static_cast<std::uint64_t>(grow_step)));
+    model = with_identity_blocks(model, config.num_layers, r.initial_weights_seed() ^ (0x9e3779b97f4a7c15ull * static_cast<std::uint64_t>(grow_step)));
     optimizer.emplace(model, AdamWOptions{.weight_decay = 0.01});
     options.stop_at = 0;
     std::snprintf(line, sizeof line, "\n[step %lld] grown from %d to %d blocks (the new ones start as the identity); "
