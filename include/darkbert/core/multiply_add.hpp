@@ -12,7 +12,7 @@ namespace darkbert {
 /// a·b + c: std::fma where the build targets FMA (a single instruction), else a product then a sum.
 template <class T>
 inline T multiply_add(T a, T b, T c) {
-#if defined(__FMA__) || defined(__AVX512F__)
+#if defined(__FMA__) || defined(__AVX512F__)  // GCC sets only the second for -mavx512f, which has FMA
   return std::fma(a, b, c);  // one instruction here: GCC and Clang lower it inline
 #else
   return a * b + c;  // nothing to contract to without FMA in the target

@@ -34,7 +34,7 @@ struct PretrainRecipe {
   std::int64_t warmup = 200;  ///< warm-up steps
   std::int64_t steps = 0;     ///< length of the run (0: give minutes)
   double minutes = 0;         ///< or a training-time budget (used when steps is 0)
-  std::uint64_t seed = 0;     ///< weights, data order, masks and dropout
+  std::uint64_t seed = 0;     ///< weights, data order, masks and dropout (but for the two below)
   std::int64_t weights_seed = -1;  ///< the initial weights from this seed instead (negative: `seed`)
   std::int64_t data_seed = -1;     ///< the data order, masks and sampled-softmax draws from this seed
                                    ///< instead (negative: `seed`); `seed` then keys the dropout alone.
@@ -82,9 +82,13 @@ struct PretrainRecipe {
   }
 
   /// The seed of the initial weights (and of blocks added when growing).
-  std::uint64_t initial_weights_seed() const { return weights_seed < 0 ? seed : static_cast<std::uint64_t>(weights_seed); }
+  std::uint64_t initial_weights_seed() const { return seed_unless(weights_seed); }
   /// The seed of the data order, the masks and the sampled-softmax draws.
-  std::uint64_t task_seed() const { return data_seed < 0 ? seed : static_cast<std::uint64_t>(data_seed); }
+  std::uint64_t task_seed() const { return seed_unless(data_seed); }
+  /// `override_seed` where it is set (not negative), else `seed`.
+  std::uint64_t seed_unless(std::int64_t override_seed) const {
+    return override_seed < 0 ? seed : static_cast<std::uint64_t>(override_seed);
+  }
 
   /// The step at which a growing run adds its blocks (0 when it does not grow).
   std::int64_t grow_step() const {
