@@ -107,6 +107,43 @@ TEST_CASE("pretraining lowers the held-out masked-LM loss") {
   CHECK(after.next_sentence_accuracy >= 0);
 }
 
+TEST_CASE("a dropout warm-up ramps the probabilities from 0: its first step is a step without dropout") {
+  auto o = options;
+  o.dropout_warmup_steps = 4;
+  CHECK(o.dropout_scale_at(0) == 0);
+  CHECK(o.dropout_scale_at(1) == 0.25);
+  CHECK(o.dropout_scale_at(3) == 0.75);
+  CHECK(o.dropout_scale_at(4) == 1);
+  CHECK(options.dropout_scale_at(0) == 1);  // no warm-up: full dropout from the start
+  // A pass's masks carry the scaled probability, on their usual streams.
+  const darkbert::TrainingPass<float> half{.dropout_scale = 0.5, .seed = 3, .step = 2};
+  const darkbert::TrainingPass<float> full{.seed = 3, .step = 2};
+  CHECK(half.mask(0.2, 5).p == doctest::Approx(0.1));
+  CHECK(half.mask(0.2, 5).key == full.mask(0.2, 5).key);
+  CHECK_FALSE(darkbert::TrainingPass<float>{.dropout_scale = 0}.mask(0.2, 5).active());
+
+  const Setup s;
+  auto train = [&](darkbert::PretrainOptions run) {
+    auto model = s.model();
+    auto task = s.task();
+    darkbert::AdamW<float> optimizer(model);
+    run.checkpoint_every = 0;
+    darkbert::pretrain(model, optimizer, task, run, {});
+    return all_parameters(model);
+  };
+  o.steps = 1;
+  o.warmup_steps = 0;  // step 0 at the full rate (a warming rate starts at 0: no update to compare)
+  auto off = o;
+  off.dropout = false;
+  off.dropout_warmup_steps = 0;
+  auto no_warmup = off;
+  no_warmup.dropout = true;
+  const auto warmed = train(o), without = train(off), dropped = train(no_warmup);
+  REQUIRE(warmed.size() == without.size());
+  CHECK(std::memcmp(warmed.data(), without.data(), warmed.size() * sizeof(float)) == 0);
+  CHECK(std::memcmp(warmed.data(), dropped.data(), warmed.size() * sizeof(float)) != 0);  // the warm-up changed step 0
+}
+
 TEST_CASE("pretraining GPT-2 lowers the held-out causal-LM loss") {
   // GPT2LMHeadModel built from its architecture name (not from checkpoint tensors) has its LM head.
   const auto tokenizer = darkbert::Tokenizer::from_directory(darkbert::test::data_dir() / "vocab/gpt2");

@@ -80,6 +80,9 @@ TEST_CASE("a recipe's errors name what is wrong") {
   CHECK_NOTHROW(r.validate());
   r.softmax_draws = -1;
   CHECK(message_of([&] { r.validate(); }) == "pretraining recipe: softmax_draws is negative");
+  r.softmax_draws = 0;
+  r.dropout_warmup = -1;
+  CHECK(message_of([&] { r.validate(); }) == "pretraining recipe: dropout_warmup is negative");
 }
 
 TEST_CASE("a recipe survives its JSON (run.json), and a run.json from before a field existed takes its default") {
@@ -91,6 +94,7 @@ TEST_CASE("a recipe survives its JSON (run.json), and a run.json from before a f
   r.batch_slices = 2;
   r.weights_seed = 3;
   r.data_seed = 4;
+  r.dropout_warmup = 1000;
   const auto back = nlohmann::json(r).get<PretrainRecipe>();
   CHECK(nlohmann::json(back) == nlohmann::json(r));
   auto old = nlohmann::json(r);
@@ -101,12 +105,15 @@ TEST_CASE("a recipe survives its JSON (run.json), and a run.json from before a f
   old.erase("batch_slices");
   old.erase("weights_seed");
   old.erase("data_seed");
+  old.erase("dropout_warmup");
   const auto read = old.get<PretrainRecipe>();
   CHECK(read.steps == 0);
   CHECK(read.predicted_fraction == 1);
   CHECK(read.softmax_draws == 0);
   CHECK(read.heldout_examples == 0);  // the task's default held-out size
   CHECK(read.batch_slices == 1);       // the whole batch at once
+  CHECK(read.dropout_warmup == 0);     // full dropout from the first step
+  CHECK(back.dropout_warmup == 1000);
   CHECK(read.seed == 7);
   CHECK(read.initial_weights_seed() == 7);  // the weights from --seed, as before the field existed
   CHECK(read.task_seed() == 7);

@@ -39,7 +39,8 @@ struct PretrainCommand {
   std::optional<int> layers, hidden, heads, ff, seq, short_seq, grow_from, batch_slices;
   std::optional<std::size_t> batch, max_documents, probe_pairs, heldout_examples;
   std::optional<double> lr;
-  std::optional<std::int64_t> warmup, weights_seed, data_seed, eval_every, checkpoint_every, softmax_draws, grow_warmup;
+  std::optional<std::int64_t> warmup, weights_seed, data_seed, eval_every, checkpoint_every, softmax_draws, grow_warmup,
+      dropout_warmup;
   std::optional<std::uint64_t> seed;
   std::optional<std::string> position_init;
   std::optional<double> dropout, attention_dropout, position_rms, mask_prob, short_fraction, predicted_fraction,
@@ -55,7 +56,7 @@ struct PretrainCommand {
     set(r.data_seed, data_seed);
     set(r.max_documents, max_documents), set(r.eval_every, eval_every), set(r.checkpoint_every, checkpoint_every);
     set(r.probe_pairs, probe_pairs), set(r.heldout_examples, heldout_examples), set(r.position_init, position_init), set(r.dropout, dropout);
-    set(r.attention_dropout, attention_dropout);
+    set(r.attention_dropout, attention_dropout), set(r.dropout_warmup, dropout_warmup);
     set(r.position_rms, position_rms), set(r.mask_prob, mask_prob);
     set(r.short_seq, short_seq), set(r.short_fraction, short_fraction), set(r.predicted_fraction, predicted_fraction);
     set(r.softmax_draws, softmax_draws);
@@ -135,6 +136,9 @@ void add_pretrain_command(CLI::App& app) {
   cmd->add_option("--attention-dropout", o->attention_dropout,
                   "Override: dropout on the attention probabilities alone (default: --dropout)")
       ->check(CLI::Range(0.0, 0.99));
+  cmd->add_option("--dropout-warmup", o->dropout_warmup,
+                  "Override: both dropouts ramp linearly from 0 to their values over the first N steps (0 = none)")
+      ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 40));
   cmd->add_option("--grow-from", o->grow_from,
                   "Override: GPT-2 trains with this many blocks first, then grows to --layers (0 = no growth)")
       ->check(CLI::Range(0, 1 << 12));

@@ -26,6 +26,7 @@ struct TrainingPass {
   autodiff::Tape<T>* tape = nullptr;          ///< reset by the caller before each step
   TransformerParams<T>* gradients = nullptr;  ///< same shapes as the model's (Transformer::zero_gradients); += here
   bool dropout = true;                        ///< the config's dropout probabilities; false = dropout off
+  double dropout_scale = 1;                   ///< every probability times this (a dropout warm-up ramps it from 0)
   std::uint64_t seed = 0;                     ///< dropout masks: stream_key(seed, step, site)
   std::uint64_t step = 0;  ///<  the optimisation step (new dropout masks each step)
   /// false: the encoder runs as in inference (no dropout, nothing saved) and only the task heads learn
@@ -37,7 +38,7 @@ struct TrainingPass {
 
   /// The mask of one dropout site (a layer's attention probabilities, a residual branch, ...).
   kernels::DropoutMask mask(double p, std::uint64_t site) const {
-    return {dropout ? static_cast<float>(p) : 0.0f, stream_key(seed, step, site + (slice << 32))};
+    return {dropout ? static_cast<float>(p * dropout_scale) : 0.0f, stream_key(seed, step, site + (slice << 32))};
   }
 };
 

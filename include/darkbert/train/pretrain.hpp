@@ -51,6 +51,7 @@ struct PretrainOptions {
   double minutes = 0;       ///< for this much training time
   double max_grad_norm = 1.0;  ///< global-norm clipping
   bool dropout = true;         ///< the config's dropout probabilities
+  std::int64_t dropout_warmup_steps = 0;  ///< ... ramped linearly from 0 over this many steps (0: full from the start)
   std::uint64_t seed = 0;   ///< dropout; the data order and masks come from the task's seed
   std::int64_t eval_every = 100;        ///< also at step 0 and at the end (0: only there)
   std::int64_t checkpoint_every = 200;  ///< also at the end
@@ -70,6 +71,11 @@ struct PretrainOptions {
     if (rewarm_steps > 0 && step >= rewarm_at && step < rewarm_at + rewarm_steps)
       rate *= static_cast<double>(step - rewarm_at) / static_cast<double>(rewarm_steps);
     return rate;
+  }
+
+  /// The share of the config's dropout probabilities used at `step`.
+  double dropout_scale_at(std::int64_t step) const {
+    return step >= dropout_warmup_steps ? 1.0 : static_cast<double>(step) / static_cast<double>(dropout_warmup_steps);
   }
 
   /// Tokens per training example at `step` of a schedule of `total_steps` (0 = not known yet: the start).
@@ -171,7 +177,8 @@ PretrainState pretrain(Transformer<T>& model, AdamW<T>& optimizer, PretrainingTa
     }
     const auto b = task.batch(state.epoch, static_cast<std::size_t>(state.offset), o.batch_size, length);
     const double value = training.forward_backward(model, b.batch, b.labels,
-                                                   {.dropout = o.dropout, .seed = o.seed, .step = static_cast<std::uint64_t>(state.step)},
+                                                   {.dropout = o.dropout, .dropout_scale = o.dropout_scale_at(state.step), .seed = o.seed,
+                                                    .step = static_cast<std::uint64_t>(state.step)},
                                                    b.positions, b.candidates);
     optimizer.step(training.gradients(), o.rate_at(state.step, state.total_steps), {.max_grad_norm = o.max_grad_norm});
     optimizer.zero_grad(training.gradients());

@@ -49,6 +49,7 @@ struct PretrainRecipe {
   double position_rms = 0.02;             ///< root-mean-square of the initial position table
   double dropout = 0.1;                   ///< embedding, attention and hidden dropout while pretraining
   double attention_dropout = -1;          ///< dropout on the attention probabilities alone (negative: `dropout`)
+  std::int64_t dropout_warmup = 0;        ///< both ramp linearly from 0 over the first this-many steps (0: none)
   double mask_prob = 0.15;                ///< BERT: share of the tokens masked for training (held-out: 0.15)
   int short_seq = 0;                      ///< tokens per example in a first, short phase (0 = none; pretrain.hpp)
   double short_fraction = 0;              ///< share of the steps in that phase
@@ -69,6 +70,7 @@ struct PretrainRecipe {
     require(steps > 0 || minutes > 0, "pretraining recipe: give a number of steps or minutes");
     require(batch_slices >= 1 && static_cast<std::size_t>(batch_slices) <= batch, "pretraining recipe: batch_slices (",
             batch_slices, ") must lie between 1 and the batch (", batch, ")");
+    require(dropout_warmup >= 0, "pretraining recipe: dropout_warmup is negative");
     require(softmax_draws >= 0, "pretraining recipe: softmax_draws is negative");
     require(softmax_draws == 0 || arch == "gpt2", "pretraining recipe: softmax_draws (sampled softmax) is for gpt2 only");
     if (grow_from > 0) {
@@ -98,7 +100,7 @@ struct PretrainRecipe {
 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PretrainRecipe, arch, layers, hidden, heads, ff, seq, batch, lr, warmup,
                                                 steps, minutes, seed, weights_seed, data_seed, max_documents, eval_every, checkpoint_every,
-                                                probe_pairs, heldout_examples, position_init, position_rms, dropout, attention_dropout, mask_prob, short_seq,
+                                                probe_pairs, heldout_examples, position_init, position_rms, dropout, attention_dropout, dropout_warmup, mask_prob, short_seq,
                                                 short_fraction, predicted_fraction, softmax_draws, grow_from, grow_fraction,
                                                 grow_warmup, batch_slices)
 

@@ -205,12 +205,12 @@ inline PretrainingResult run_pretraining(const DataRoot& root, const Pretraining
   }
   std::snprintf(line, sizeof line,
                 "pretraining %s: %d layers x %d hidden x %d heads, FFN %d, %lld parameters; seq %d, batch %zu, lr %g, "
-                "warm-up %lld, %s positions (rms %g), dropout %g (attention %g), mask %g, short phase %d tokens for %g of the steps, "
+                "warm-up %lld, %s positions (rms %g), dropout %g (attention %g; ramped over %lld steps), mask %g, short phase %d tokens for %g of the steps, "
                 "predicting %g of the positions%s; corpus %zu documents, %zu tokens\n",
                 gpt2 ? "GPT-2" : "BERT", r.layers, r.hidden, r.heads, r.ff,
                 static_cast<long long>(config.parameter_count()), r.seq, r.batch, r.lr,
                 static_cast<long long>(r.warmup), r.position_init.c_str(), r.position_rms, r.dropout,
-                recipe_config(r).attention_dropout, r.mask_prob,
+                recipe_config(r).attention_dropout, static_cast<long long>(r.dropout_warmup), r.mask_prob,
                 r.short_seq, r.short_fraction, gpt2 ? r.predicted_fraction : r.mask_prob,
                 r.softmax_draws > 0 ? (", sampled softmax of " + std::to_string(r.softmax_draws) + " draws").c_str() : "",
                 train.documents(), train.tokens.size());
@@ -249,7 +249,8 @@ inline PretrainingResult run_pretraining(const DataRoot& root, const Pretraining
   };
   auto checkpoint = [&](const PretrainState& s) { save_training_checkpoint(checkpoint_dir, model, *optimizer, s.to_json()); };
   PretrainOptions options{.batch_size = r.batch, .batch_slices = r.batch_slices, .learning_rate = r.lr, .warmup_steps = r.warmup,
-                          .steps = r.steps, .minutes = r.steps > 0 ? 0.0 : r.minutes, .seed = r.seed,
+                          .steps = r.steps, .minutes = r.steps > 0 ? 0.0 : r.minutes,
+                          .dropout_warmup_steps = r.dropout_warmup, .seed = r.seed,
                           .eval_every = r.eval_every, .checkpoint_every = r.checkpoint_every,
                           .show_progress = o.show_progress, .short_length = r.short_seq,
                           .short_fraction = r.short_fraction, .progress_label = o.progress_label};

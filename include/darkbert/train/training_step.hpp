@@ -36,6 +36,7 @@ namespace darkbert {
 /// The random and trainable parts of one step.
 struct StepSettings {
   bool dropout = true;         ///< the config's dropout probabilities
+  double dropout_scale = 1;    ///< ... times this (TrainingPass::dropout_scale)
   std::uint64_t seed = 0;      ///< dropout masks: stream_key(seed, step, site)
   std::uint64_t step = 0;      ///< the step number (dropout stream)
   bool train_encoder = true;   ///< false: the frozen-encoder baseline (only task heads get gradients)
@@ -187,8 +188,8 @@ class TrainingStep {
 
   void prepare(Slice& slice, const StepSettings& s, std::uint64_t index,
                const std::vector<std::pair<Index, Index>>& positions, const SampledCandidates* candidates) {
-    slice.pass = TrainingPass<T>{.tape = &slice.tape, .gradients = &slice.grads, .dropout = s.dropout, .seed = s.seed,
-                                 .step = s.step, .train_encoder = s.train_encoder, .slice = index};
+    slice.pass = TrainingPass<T>{.tape = &slice.tape, .gradients = &slice.grads, .dropout = s.dropout,
+                                 .dropout_scale = s.dropout_scale, .seed = s.seed, .step = s.step, .train_encoder = s.train_encoder, .slice = index};
     slice.options.training = &slice.pass;
     slice.options.logit_positions = positions;
     slice.options.decoder_rows.clear();
