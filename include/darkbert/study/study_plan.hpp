@@ -37,6 +37,7 @@
 #include <functional>  // std::function
 #include <map>         // std::map
 #include <memory>      // std::shared_ptr, std::make_shared (the classifiers a process trains once)
+#include <mutex>       // std::mutex, std::lock_guard (... under a lock)
 #include <optional>    // std::optional
 #include <ostream>     // std::ostream
 #include <string>      // std::string
@@ -291,24 +292,34 @@ inline StudyPlan plan_study(const DataRoot& root, const ReproduceOptions& o) {
   // The per-task sections on the fine-tuned models.
   const std::size_t analysis = s.analysis_examples, scored = s.eval_examples, ud = s.ud_sentences;
   const bool quick_classifiers = s.quick_classifiers, causal = config.causal;
-  auto classifiers = std::make_shared<std::optional<PatternClassifiers>>();
-  auto replication = std::make_shared<std::optional<PatternClassifiers>>();
+  // Trained by the first unit that needs them, under a lock: units of other tasks run beside it on other
+  // workers and wait for the same classifiers rather than train (and replace) their own copy.
+  struct SharedClassifiers {
+    std::mutex mutex;
+    std::optional<PatternClassifiers> value;
+  };
+  auto classifiers = std::make_shared<SharedClassifiers>();
+  auto replication = std::make_shared<SharedClassifiers>();
   for (GlueTask t : run.tasks) {
     const std::string name = detail::task_name(t);
     // §3.1 with the paper's classes, and on GPT-2 also with the replication's (its classes and CNN).
-    auto patterns_unit = [&](const std::string& id, std::shared_ptr<std::optional<PatternClassifiers>> trained,
+    auto patterns_unit = [&](const std::string& id, std::shared_ptr<SharedClassifiers> shared,
                              PatternClasses classes, double cnn_seconds) {
       plan.units.push_back({.id = id + "/" + name, .cost = costs.section(analysis, chars.at(t).second, cnn_seconds, 0.3),
                             .run = [=, &root](const fs::path& dir) {
                               const auto m = Transformer<float>::load(fine_tuned(t, 1));
                               const auto tokenizer = Tokenizer::from_directory(model);
-                              if (!*trained) {  // once per process, from the seed: every shard trains the same CNN
-                                auto co = quick_classifiers ? PatternClassifierOptions::quick(classes) : PatternClassifierOptions::of(classes);
-                                co.seed = 1;
-                                *trained = train_pattern_classifiers(causal, co);
-                              }
+                              const PatternClassifiers& trained = [&]() -> const PatternClassifiers& {
+                                const std::lock_guard lock(shared->mutex);
+                                if (!shared->value) {  // once per process, from the seed: every shard trains the same CNN
+                                  auto co = quick_classifiers ? PatternClassifierOptions::quick(classes) : PatternClassifierOptions::of(classes);
+                                  co.seed = 1;
+                                  shared->value = train_pattern_classifiers(causal, co);
+                                }
+                                return *shared->value;  // never assigned again: safe to read unlocked
+                              }();
                               const auto inputs = load_task_inputs(root, t, tokenizer, m.config(), {.max_examples = analysis, .seed = 1});
-                              attention_patterns(m, inputs, **trained, {.model = fine_tuned_label(t, 1)}).save(dir);
+                              attention_patterns(m, inputs, trained, {.model = fine_tuned_label(t, 1)}).save(dir);
                             }, .group = checkpoint_group(t, 1)});
     };
     patterns_unit("patterns", classifiers, PatternClasses::paper, 15);
