@@ -205,12 +205,13 @@ inline PretrainingResult run_pretraining(const DataRoot& root, const Pretraining
   }
   std::snprintf(line, sizeof line,
                 "pretraining %s: %d layers x %d hidden x %d heads, FFN %d, %lld parameters; seq %d, batch %zu, lr %g, "
-                "warm-up %lld, %s positions (rms %g), dropout %g (attention %g; ramped over %lld steps), mask %g, short phase %d tokens for %g of the steps, "
+                "warm-up %lld, %s positions (rms %g), dropout %g (attention %g%s), mask %g, short phase %d tokens for %g of the steps, "
                 "predicting %g of the positions%s; corpus %zu documents, %zu tokens\n",
                 gpt2 ? "GPT-2" : "BERT", r.layers, r.hidden, r.heads, r.ff,
                 static_cast<long long>(config.parameter_count()), r.seq, r.batch, r.lr,
                 static_cast<long long>(r.warmup), r.position_init.c_str(), r.position_rms, r.dropout,
-                recipe_config(r).attention_dropout, static_cast<long long>(r.dropout_warmup), r.mask_prob,
+                recipe_config(r).attention_dropout,
+                r.dropout_warmup > 0 ? ("; ramped up over " + std::to_string(r.dropout_warmup) + " steps").c_str() : "", r.mask_prob,
                 r.short_seq, r.short_fraction, gpt2 ? r.predicted_fraction : r.mask_prob,
                 r.softmax_draws > 0 ? (", sampled softmax of " + std::to_string(r.softmax_draws) + " draws").c_str() : "",
                 train.documents(), train.tokens.size());
