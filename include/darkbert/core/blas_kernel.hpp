@@ -13,10 +13,12 @@
 ///   darkbert::restart_with_fast_blas_kernel(argv);  // may re-exec this program once
 /// @endcode
 ///
-/// It re-executes the program with OPENBLAS_CORETYPE=SkylakeX when the CPU has AVX-512 and OpenBLAS would
-/// use an older kernel set. Set DARKBERT_KEEP_BLAS_CORETYPE=1 to keep whatever OPENBLAS_CORETYPE says.
-/// Under DARKBERT_KERNEL=avx2 it keeps it too: that path stands for a CPU without AVX-512, so its BLAS
-/// calls (the backward products) run the AVX2 kernels such a CPU would (`OPENBLAS_CORETYPE=Haswell`).
+/// It re-executes the program with the kernel set that matches the path darkbert runs, when OpenBLAS
+/// would use another: SkylakeX on a CPU with AVX-512; Haswell on a CPU with AVX2 and FMA but no AVX-512,
+/// and under DARKBERT_KERNEL=avx2, which stands for such a CPU. OpenBLAS 0.3.21 falls back to its SSE3
+/// "Prescott" kernels on CPUs newer than it knows (an Intel Xeon of family 6 model 207, for one), which
+/// run SGEMM several times slower than the AVX2 kernels that CPU can run. Set DARKBERT_KEEP_BLAS_CORETYPE=1
+/// to keep whatever OPENBLAS_CORETYPE says.
 
 #include <cblas.h>   // openblas_get_corename
 #include <unistd.h>  // execv
@@ -24,7 +26,7 @@
 #include <cstdlib>  // std::getenv, setenv
 #include <string>   // std::string
 
-#include "kernel_dispatch.hpp"  // cpu_has_avx512
+#include "kernel_dispatch.hpp"  // cpu_has_avx512, cpu_has_avx2
 
 namespace darkbert {
 
@@ -39,16 +41,30 @@ inline bool is_avx512_core(const std::string& core) {
   return core == "SkylakeX" || core == "Cooperlake" || core == "SapphireRapids";
 }
 
-/// Re-executes the program once with OPENBLAS_CORETYPE=SkylakeX when the CPU has AVX-512, the kernel path
-/// is not forced to avx2, and OpenBLAS would use an older kernel set; call it first thing in main() (see
-/// the top of this header).
+/// Whether an OpenBLAS kernel-set name runs AVX2 + FMA kernels (its Haswell and Zen sets).
+inline bool is_avx2_core(const std::string& core) { return core == "Haswell" || core == "Zen"; }
+
+namespace detail {
+/// The kernel set to restart with, or null to keep OpenBLAS's: `cpu_avx512` / `cpu_avx2` say what the CPU
+/// runs (kernel_dispatch.hpp), `kernel_env` is DARKBERT_KERNEL (or null), `core` OpenBLAS's pick.
+inline const char* blas_core_to_restart_with(bool cpu_avx512, bool cpu_avx2, const char* kernel_env,
+                                             const std::string& core) {
+  const bool forced_avx2 = kernel_env != nullptr && std::string(kernel_env) == "avx2";
+  if (cpu_avx512 && !forced_avx2) return is_avx512_core(core) ? nullptr : "SkylakeX";
+  if (cpu_avx2) return is_avx2_core(core) ? nullptr : "Haswell";
+  return nullptr;
+}
+}  // namespace detail
+
+/// Re-executes the program once with the OpenBLAS kernel set that matches darkbert's kernel path, when
+/// OpenBLAS picked another (see the top of this header); call it first thing in main().
 inline void restart_with_fast_blas_kernel(char** argv) {
-  if (std::getenv("DARKBERT_KEEP_BLAS_CORETYPE") != nullptr || !cpu_has_avx512()) return;
-  const char* path = std::getenv("DARKBERT_KERNEL");
-  if (path != nullptr && std::string(path) == "avx2") return;
-  if (is_avx512_core(blas_core_name())) return;
+  if (std::getenv("DARKBERT_KEEP_BLAS_CORETYPE") != nullptr) return;
   if (std::getenv("DARKBERT_BLAS_RESTARTED") != nullptr) return;  // never loop
-  ::setenv("OPENBLAS_CORETYPE", "SkylakeX", 1);
+  const char* core = detail::blas_core_to_restart_with(cpu_has_avx512(), cpu_has_avx2(), std::getenv("DARKBERT_KERNEL"),
+                                                       blas_core_name());
+  if (core == nullptr) return;
+  ::setenv("OPENBLAS_CORETYPE", core, 1);
   ::setenv("DARKBERT_BLAS_RESTARTED", "1", 1);
   ::execv("/proc/self/exe", argv);  // returns only on failure: then carry on with the slower kernels
 }
