@@ -168,6 +168,24 @@ TEST_CASE("the linear schedule and weight decay only on matrices") {
   CHECK(model.params().blocks[0].qkv.weight.isApprox(weight_before * 0.95));
 }
 
+TEST_CASE("a warm-up-stable-decay schedule holds the peak, then falls over its last steps; a longer decay is the linear one") {
+  const darkbert::LinearSchedule linear{.peak = 1.0, .warmup_steps = 10, .total_steps = 110};
+  const darkbert::LinearSchedule wsd{.peak = 1.0, .warmup_steps = 10, .total_steps = 110, .decay_steps = 40};
+  CHECK(wsd(5) == linear(5));  // the same warm-up
+  CHECK(wsd(10) == 1.0);
+  CHECK(wsd(69) == 1.0);  // the plateau
+  CHECK(wsd(70) == 1.0);  // the decay's first step still at peak: (110 - 70) / 40
+  CHECK(wsd(90) == doctest::Approx(0.5));
+  CHECK(wsd(109) == doctest::Approx(1.0 / 40));
+  CHECK(wsd(110) == 0.0);
+  CHECK(wsd(200) == 0.0);
+  for (std::int64_t decay : {100, 101, 1000}) {  // as long as the steps after warm-up, or longer: the linear schedule, bit for bit
+    const darkbert::LinearSchedule whole{.peak = 3e-3, .warmup_steps = 10, .total_steps = 110, .decay_steps = decay};
+    const darkbert::LinearSchedule plain{.peak = 3e-3, .warmup_steps = 10, .total_steps = 110};
+    for (std::int64_t step = 0; step <= 120; ++step) CHECK(whole(step) == plain(step));
+  }
+}
+
 TEST_CASE("a few AdamW steps make a small classifier fit its batch") {
   for (auto [family, architecture] : {std::pair{darkbert::Family::bert, "BertForSequenceClassification"},
                                       std::pair{darkbert::Family::gpt2, "GPT2ForSequenceClassification"}}) {

@@ -263,3 +263,17 @@ TEST_CASE("a run stopped after a checkpoint and resumed from disk ends bit-ident
   CHECK(darkbert::test::message_of([] { darkbert::PretrainState::from_json({{"step", 3}}, "x/state.json"); })
             .find("x/state.json: not a pretraining state") == 0);
 }
+
+TEST_CASE("pretrain: the learning rate decays over the recipe's last share of the steps, at peak before; a share of 1 is the linear schedule") {
+  // The pretraining loop's share of the steps: 1 keeps the linear schedule's every value.
+  darkbert::PretrainOptions o{.learning_rate = 3e-3, .warmup_steps = 300};
+  std::vector<double> before;
+  for (std::int64_t step = 0; step <= 5500; step += 50) before.push_back(o.rate_at(step, 5500));
+  o.decay_fraction = 0.3;  // decays over the last 1,650 of 5,500 steps
+  CHECK(o.rate_at(3849, 5500) == 3e-3);
+  CHECK(o.rate_at(4675, 5500) == doctest::Approx(1.5e-3));
+  CHECK(o.rate_at(5500, 5500) == 0.0);
+  CHECK(o.rate_at(100, 0) == doctest::Approx(1e-3));  // length not known yet: the warm-up alone
+  o.decay_fraction = 1;
+  for (std::size_t i = 0; i < before.size(); ++i) CHECK(o.rate_at(static_cast<std::int64_t>(i) * 50, 5500) == before[i]);
+}

@@ -83,6 +83,13 @@ TEST_CASE("a recipe's errors name what is wrong") {
   r.softmax_draws = 0;
   r.dropout_warmup = -1;
   CHECK(message_of([&] { r.validate(); }) == "pretraining recipe: dropout_warmup is negative");
+  r.dropout_warmup = 0;
+  for (double fraction : {0.0, -0.5, 1.5}) {
+    r.decay_fraction = fraction;
+    CHECK(message_of([&] { r.validate(); }).find("pretraining recipe: decay_fraction (") == 0);
+  }
+  r.decay_fraction = 0.3;
+  CHECK_NOTHROW(r.validate());
 }
 
 TEST_CASE("a recipe survives its JSON (run.json), and a run.json from before a field existed takes its default") {
@@ -95,6 +102,7 @@ TEST_CASE("a recipe survives its JSON (run.json), and a run.json from before a f
   r.weights_seed = 3;
   r.data_seed = 4;
   r.dropout_warmup = 1000;
+  r.decay_fraction = 0.3;
   const auto back = nlohmann::json(r).get<PretrainRecipe>();
   CHECK(nlohmann::json(back) == nlohmann::json(r));
   auto old = nlohmann::json(r);
@@ -106,6 +114,7 @@ TEST_CASE("a recipe survives its JSON (run.json), and a run.json from before a f
   old.erase("weights_seed");
   old.erase("data_seed");
   old.erase("dropout_warmup");
+  old.erase("decay_fraction");
   const auto read = old.get<PretrainRecipe>();
   CHECK(read.steps == 0);
   CHECK(read.predicted_fraction == 1);
@@ -114,6 +123,8 @@ TEST_CASE("a recipe survives its JSON (run.json), and a run.json from before a f
   CHECK(read.batch_slices == 1);       // the whole batch at once
   CHECK(read.dropout_warmup == 0);     // full dropout from the first step
   CHECK(back.dropout_warmup == 1000);
+  CHECK(read.decay_fraction == 1);     // the linear schedule
+  CHECK(back.decay_fraction == 0.3);
   CHECK(read.seed == 7);
   CHECK(read.initial_weights_seed() == 7);  // the weights from --seed, as before the field existed
   CHECK(read.task_seed() == 7);

@@ -1,5 +1,5 @@
 // darkbert pretrain --arch bert|gpt2 --out DIR [--recipe mini|reference|tiny] [--minutes M | --steps N] [--resume]
-//                   [--layers --hidden --heads --ff --seq --batch --lr --warmup] [--seed N] [--weights-seed N] [--data-seed N] [--max-documents N]
+//                   [--layers --hidden --heads --ff --seq --batch --lr --warmup --decay-fraction F] [--seed N] [--weights-seed N] [--data-seed N] [--max-documents N]
 //                   [--eval-every N] [--checkpoint-every N] [--probe-pairs 200] [--heldout-examples N] [--grow-from N --grow-fraction F] [--batch-slices N]
 //                   [--quiet]
 //
@@ -43,7 +43,7 @@ struct PretrainCommand {
       dropout_warmup;
   std::optional<std::uint64_t> seed;
   std::optional<std::string> position_init;
-  std::optional<double> dropout, attention_dropout, position_rms, mask_prob, short_fraction, predicted_fraction,
+  std::optional<double> decay_fraction, dropout, attention_dropout, position_rms, mask_prob, short_fraction, predicted_fraction,
       grow_fraction;
 
   PretrainRecipe settings() const {
@@ -52,7 +52,7 @@ struct PretrainCommand {
       if (value) field = *value;
     };
     set(r.layers, layers), set(r.hidden, hidden), set(r.heads, heads), set(r.ff, ff), set(r.seq, seq);
-    set(r.batch, batch), set(r.lr, lr), set(r.warmup, warmup), set(r.seed, seed), set(r.weights_seed, weights_seed);
+    set(r.batch, batch), set(r.lr, lr), set(r.warmup, warmup), set(r.decay_fraction, decay_fraction), set(r.seed, seed), set(r.weights_seed, weights_seed);
     set(r.data_seed, data_seed);
     set(r.max_documents, max_documents), set(r.eval_every, eval_every), set(r.checkpoint_every, checkpoint_every);
     set(r.probe_pairs, probe_pairs), set(r.heldout_examples, heldout_examples), set(r.position_init, position_init), set(r.dropout, dropout);
@@ -136,6 +136,10 @@ void add_pretrain_command(CLI::App& app) {
   cmd->add_option("--attention-dropout", o->attention_dropout,
                   "Override: dropout on the attention probabilities alone (default: --dropout)")
       ->check(CLI::Range(0.0, 0.99));
+  cmd->add_option("--decay-fraction", o->decay_fraction,
+                  "Override: the learning rate holds at --lr, then falls linearly to 0 over this last share of the steps "
+                  "(1 = from the end of the warm-up on)")
+      ->check(CLI::Range(0.001, 1.0));
   cmd->add_option("--dropout-warmup", o->dropout_warmup,
                   "Override: both dropouts ramp linearly from 0 to their values over the first N steps (0 = none)")
       ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 40));

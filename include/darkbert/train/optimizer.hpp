@@ -51,12 +51,16 @@ struct LinearSchedule {
   double peak = 2e-5;  ///<  the learning rate after warm-up
   std::int64_t warmup_steps = 0;  ///<  steps of linear warm-up
   std::int64_t total_steps = 1;  ///<  the step at which the rate reaches 0
+  std::int64_t decay_steps = 0;  ///<  the rate holds at peak until this many steps before the end (0: none)
 
   /// As Hugging Face's get_linear_schedule_with_warmup: the update at step s (from 0) uses
-  /// peak · s / warmup during warm-up, then peak · (total - s) / (total - warmup).
+  /// peak · s / warmup during warm-up, then peak · (total - s) / (total - warmup). With decay_steps, a
+  /// warm-up-stable-decay schedule: peak until total - decay, then peak · (total - s) / decay.
   double operator()(std::int64_t step) const {
     if (step < warmup_steps) return peak * static_cast<double>(step) / static_cast<double>(warmup_steps);
-    const auto left = total_steps - warmup_steps;
+    const auto after_warmup = total_steps - warmup_steps;
+    const auto left = decay_steps > 0 ? std::min(decay_steps, after_warmup) : after_warmup;
+    if (step < total_steps - left) return peak;
     return left > 0 ? peak * std::max(0.0, static_cast<double>(total_steps - step) / static_cast<double>(left)) : 0.0;
   }
 };

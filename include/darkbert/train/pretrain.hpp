@@ -25,6 +25,7 @@
 
 #include <algorithm>   // std::min, std::max
 #include <chrono>      // std::chrono::steady_clock
+#include <cmath>       // std::llround
 #include <cstdint>     // std::int64_t
 #include <cstdio>      // std::snprintf
 #include <functional>  // std::function
@@ -47,6 +48,7 @@ struct PretrainOptions {
   int batch_slices = 1;              ///< run as this many slices side by side (TrainingStep)
   double learning_rate = 1e-3;       ///< peak learning rate
   std::int64_t warmup_steps = 200;   ///< linear warm-up
+  double decay_fraction = 1;         ///< the rate falls to 0 over this last share of the steps, at peak before (1: linear decay after warm-up)
   std::int64_t steps = 0;   ///< train this many steps in all, or
   double minutes = 0;       ///< for this much training time
   double max_grad_norm = 1.0;  ///< global-norm clipping
@@ -65,8 +67,10 @@ struct PretrainOptions {
 
   /// The learning rate at `step` (0 = the schedule's end not known yet: it only warms up).
   double rate_at(std::int64_t step, std::int64_t total_steps) const {
-    const LinearSchedule schedule{.peak = learning_rate, .warmup_steps = warmup_steps,
-                                  .total_steps = total_steps ? total_steps : std::int64_t{1} << 40};
+    const std::int64_t total = total_steps ? total_steps : std::int64_t{1} << 40;
+    const auto decay = static_cast<std::int64_t>(std::llround(decay_fraction * static_cast<double>(total)));
+    const LinearSchedule schedule{.peak = learning_rate, .warmup_steps = warmup_steps, .total_steps = total,
+                                  .decay_steps = decay_fraction < 1 ? std::max<std::int64_t>(decay, 1) : 0};
     double rate = schedule(step);
     if (rewarm_steps > 0 && step >= rewarm_at && step < rewarm_at + rewarm_steps)
       rate *= static_cast<double>(step - rewarm_at) / static_cast<double>(rewarm_steps);

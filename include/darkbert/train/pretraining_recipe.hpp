@@ -32,6 +32,8 @@ struct PretrainRecipe {
   std::size_t batch = 32;     ///< examples per step
   double lr = 1e-3;           ///< peak learning rate (linear warm-up, then linear decay to 0)
   std::int64_t warmup = 200;  ///< warm-up steps
+  double decay_fraction = 1;  ///< the learning rate falls linearly to 0 over this last share of the steps and
+                              ///< holds at `lr` before (1: it falls from the end of the warm-up on)
   std::int64_t steps = 0;     ///< length of the run (0: give minutes)
   double minutes = 0;         ///< or a training-time budget (used when steps is 0)
   std::uint64_t seed = 0;     ///< weights, data order, masks and dropout (but for the two below)
@@ -70,6 +72,8 @@ struct PretrainRecipe {
     require(steps > 0 || minutes > 0, "pretraining recipe: give a number of steps or minutes");
     require(batch_slices >= 1 && static_cast<std::size_t>(batch_slices) <= batch, "pretraining recipe: batch_slices (",
             batch_slices, ") must lie between 1 and the batch (", batch, ")");
+    require(decay_fraction > 0 && decay_fraction <= 1, "pretraining recipe: decay_fraction (", decay_fraction,
+            ") must lie in (0, 1]");
     require(dropout_warmup >= 0, "pretraining recipe: dropout_warmup is negative");
     require(softmax_draws >= 0, "pretraining recipe: softmax_draws is negative");
     require(softmax_draws == 0 || arch == "gpt2", "pretraining recipe: softmax_draws (sampled softmax) is for gpt2 only");
@@ -98,7 +102,7 @@ struct PretrainRecipe {
   }
 };
 
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PretrainRecipe, arch, layers, hidden, heads, ff, seq, batch, lr, warmup,
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PretrainRecipe, arch, layers, hidden, heads, ff, seq, batch, lr, warmup, decay_fraction,
                                                 steps, minutes, seed, weights_seed, data_seed, max_documents, eval_every, checkpoint_every,
                                                 probe_pairs, heldout_examples, position_init, position_rms, dropout, attention_dropout, dropout_warmup, mask_prob, short_seq,
                                                 short_fraction, predicted_fraction, softmax_draws, grow_from, grow_fraction,

@@ -203,13 +203,17 @@ inline PretrainingResult run_pretraining(const DataRoot& root, const Pretraining
                                     "max_neighbour,neighbour_head,max_special,special_head,max_segment,segment_head\n");
     write_file_atomically(heads_csv, "step,layer,head,neighbour_share,special_share,segment_share\n");
   }
+  char decay_note[64] = "";  // a warm-up-stable-decay schedule; empty for the linear one
+  if (r.decay_fraction < 1) std::snprintf(decay_note, sizeof decay_note, ", decay over the last %g of the steps", r.decay_fraction);
   std::snprintf(line, sizeof line,
                 "pretraining %s: %d layers x %d hidden x %d heads, FFN %d, %lld parameters; seq %d, batch %zu, lr %g, "
-                "warm-up %lld, %s positions (rms %g), dropout %g (attention %g%s), mask %g, short phase %d tokens for %g of the steps, "
+                "warm-up %lld%s, %s positions (rms %g), dropout %g (attention %g%s), mask %g, short phase %d tokens for %g of the steps, "
                 "predicting %g of the positions%s; corpus %zu documents, %zu tokens\n",
                 gpt2 ? "GPT-2" : "BERT", r.layers, r.hidden, r.heads, r.ff,
                 static_cast<long long>(config.parameter_count()), r.seq, r.batch, r.lr,
-                static_cast<long long>(r.warmup), r.position_init.c_str(), r.position_rms, r.dropout,
+                static_cast<long long>(r.warmup),
+                decay_note,
+                r.position_init.c_str(), r.position_rms, r.dropout,
                 recipe_config(r).attention_dropout,
                 r.dropout_warmup > 0 ? ("; ramped up over " + std::to_string(r.dropout_warmup) + " steps").c_str() : "", r.mask_prob,
                 r.short_seq, r.short_fraction, gpt2 ? r.predicted_fraction : r.mask_prob,
@@ -250,6 +254,7 @@ inline PretrainingResult run_pretraining(const DataRoot& root, const Pretraining
   };
   auto checkpoint = [&](const PretrainState& s) { save_training_checkpoint(checkpoint_dir, model, *optimizer, s.to_json()); };
   PretrainOptions options{.batch_size = r.batch, .batch_slices = r.batch_slices, .learning_rate = r.lr, .warmup_steps = r.warmup,
+                          .decay_fraction = r.decay_fraction,
                           .steps = r.steps, .minutes = r.steps > 0 ? 0.0 : r.minutes,
                           .dropout_warmup_steps = r.dropout_warmup, .seed = r.seed,
                           .eval_every = r.eval_every, .checkpoint_every = r.checkpoint_every,
