@@ -25,9 +25,13 @@ constexpr std::uint64_t stream_key(std::uint64_t seed, std::uint64_t step, std::
   return mix64(mix64(mix64(seed + 0x9e3779b97f4a7c15ULL) ^ step) + site * 0x9e3779b97f4a7c15ULL);
 }
 
-/// Uniform in [0, 1) with 24 bits of resolution (enough for dropout probabilities).
+/// The n-th 64-bit number of stream `key`.
+constexpr std::uint64_t counter_bits(std::uint64_t key, std::uint64_t n) { return mix64(key + n * 0x9e3779b97f4a7c15ULL); }
+
+/// Uniform in [0, 1) with 24 bits of resolution (enough for dropout probabilities): the top 24 bits of
+/// counter_bits over 2^24.
 constexpr float counter_uniform(std::uint64_t key, std::uint64_t n) {
-  return static_cast<float>(mix64(key + n * 0x9e3779b97f4a7c15ULL) >> 40) * (1.0f / 16777216.0f);
+  return static_cast<float>(counter_bits(key, n) >> 40) * (1.0f / 16777216.0f);
 }
 
 }  // namespace darkbert

@@ -10,11 +10,15 @@
 /// kernels::dropout_apply(x, n, 0, mask);      // forward on values, backward on gradients: the same op
 /// @endcode
 
-#include <omp.h>  // omp_in_parallel
+#include <omp.h>  // omp_in_parallel, omp_get_max_threads, omp_get_thread_num
 
-#include <cstdint>  // std::uint64_t
+#include <algorithm>    // std::min
+#include <cmath>        // std::ceil
+#include <cstdint>      // std::uint64_t
+#include <type_traits>  // std::is_same_v
 
 #include "../core/counter_rng.hpp"
+#include "../core/kernel_dispatch.hpp"  // kernel_path, DARKBERT_AVX512_TARGET, DARKBERT_AVX2_TARGET
 #include "../core/matrix.hpp"
 
 namespace darkbert::kernels {
@@ -28,16 +32,55 @@ struct DropoutMask {
   bool active() const { return p > 0; }
   /// Whether element `index` is kept.
   bool keep(std::uint64_t index) const { return counter_uniform(key, index) >= p; }
+  /// keep() in integers: the uniform is u / 2^24 for the top 24 bits u of counter_bits, exactly, so it
+  /// is at least p when u >= ceil(p · 2^24) (p · 2^24 is exact in double). The vector loops compare this.
+  std::uint64_t keep_threshold() const { return static_cast<std::uint64_t>(std::ceil(static_cast<double>(p) * 16777216.0)); }
 };
 
+namespace detail {
+/// x[i] *= keep(first + i) ? scale : 0 for i < n, in integer form (keep_threshold); always inlined so that
+/// the two callers below compile it for their instruction sets, where its 64-bit multiplies vectorise:
+/// 6x (AVX-512) and 1.4x (AVX2) the scalar loop's elements per second on one Xeon core.
+[[gnu::always_inline]] inline void dropout_loop(float* x, Index n, std::uint64_t first, std::uint64_t key,
+                                                std::uint64_t threshold, float scale) {
+  for (Index i = 0; i < n; ++i)
+    x[i] = (counter_bits(key, first + static_cast<std::uint64_t>(i)) >> 40) >= threshold ? x[i] * scale : 0.0f;
+}
+DARKBERT_AVX512_TARGET inline void dropout_loop_avx512(float* x, Index n, std::uint64_t first, std::uint64_t key,
+                                                       std::uint64_t threshold, float scale) {
+  dropout_loop(x, n, first, key, threshold, scale);
+}
+DARKBERT_AVX2_TARGET inline void dropout_loop_avx2(float* x, Index n, std::uint64_t first, std::uint64_t key,
+                                                   std::uint64_t threshold, float scale) {
+  dropout_loop(x, n, first, key, threshold, scale);
+}
+/// The range [first, first + n) of the mask on x, on the kernel path's loop (double and the blas path: scalar).
+template <class T>
+void dropout_range(T* x, Index n, std::uint64_t first, const DropoutMask& m, T scale) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (kernel_path() == KernelPath::avx512) return dropout_loop_avx512(x, n, first, m.key, m.keep_threshold(), scale);
+    if (kernel_path() == KernelPath::avx2) return dropout_loop_avx2(x, n, first, m.key, m.keep_threshold(), scale);
+  }
+  for (Index i = 0; i < n; ++i) x[i] = m.keep(first + static_cast<std::uint64_t>(i)) ? x[i] * scale : T(0);
+}
+}  // namespace detail
+
 /// x[i] *= mask(first + i) / (1 - p) for i < n. Used on values in the forward and on gradients in the
-/// backward.
+/// backward. The same bits on every path and at any thread count: each element's mask and product do not
+/// depend on how the range is split.
 template <class T>
 void dropout_apply(T* x, Index n, Index first, const DropoutMask& m) {
-  if (!m.active()) return;
+  if (!m.active() || n <= 0) return;
   const T scale = T(1) / (T(1) - static_cast<T>(m.p));
-#pragma omp parallel for schedule(static) if (n > (1 << 15) && !omp_in_parallel())
-  for (Index i = 0; i < n; ++i) x[i] = m.keep(static_cast<std::uint64_t>(first + i)) ? x[i] * scale : T(0);
+  const int threads = n > (1 << 15) && !omp_in_parallel() ? omp_get_max_threads() : 1;
+  if (threads == 1) return detail::dropout_range(x, n, static_cast<std::uint64_t>(first), m, scale);
+  // Blocks of whole 64-byte vectors, one per thread.
+  const Index chunk = ((n + threads - 1) / threads + 15) / 16 * 16;
+#pragma omp parallel num_threads(threads)
+  {
+    const Index begin = std::min(n, chunk * omp_get_thread_num()), end = std::min(n, begin + chunk);
+    if (end > begin) detail::dropout_range(x + begin, end - begin, static_cast<std::uint64_t>(first + begin), m, scale);
+  }
 }
 
 }  // namespace darkbert::kernels
