@@ -1,6 +1,6 @@
 // The backward pass of one BERT-base layer (hidden 768, 12 heads, FFN 3072, L = 128) stage by stage, at
 // batch 1 and 8, so that a regression in training points at its stage; then a whole training step of a
-// 12-layer BERT-base classifier (forward + backward + AdamW, dropout on). FLOP rates are counters: each
+// 12-layer BERT-base classifier (forward + backward + AdamW, dropout on), and dropout alone. FLOP rates are counters: each
 // linear backward is two products (dX = dY·W and dW += dYᵀ·X) of the forward's size.
 #include <benchmark/benchmark.h>
 
@@ -9,7 +9,9 @@
 #include <random>  // std::mt19937_64
 #include <vector>  // std::vector
 
+#include "darkbert/core/counter_rng.hpp"
 #include "darkbert/core/threads.hpp"
+#include "darkbert/kernels/dropout.hpp"
 #include "darkbert/model/transformer.hpp"
 #include "darkbert/train/optimizer.hpp"
 #include "darkbert/train/training_step.hpp"
@@ -99,6 +101,34 @@ void BM_Backward_FFN(benchmark::State& state) {
   linear_counter(state, s.N, s.H, 2.0 * s.I);
 }
 BENCHMARK(BM_Backward_FFN)->Arg(1)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// Attention-probability dropout on one layer's maps (batch x 12 heads x 128 x 128), once in the forward and
+// again on the gradients in the backward: the kernel path's loop (DARKBERT_KERNEL) beside the scalar loop
+// it replaced, in one run; items are elements.
+void BM_Dropout(benchmark::State& state) {
+  std::vector<float> maps(static_cast<std::size_t>(state.range(0) * 12 * kLength * kLength), 0.5f);
+  const darkbert::kernels::DropoutMask mask{0.1f, darkbert::stream_key(0, 1, 2)};
+  for (auto _ : state) {
+    darkbert::kernels::dropout_apply(maps.data(), static_cast<Index>(maps.size()), 0, mask);
+    benchmark::DoNotOptimize(maps.data());
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(maps.size()));
+}
+BENCHMARK(BM_Dropout)->Arg(1)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_DropoutScalar(benchmark::State& state) {
+  std::vector<float> maps(static_cast<std::size_t>(state.range(0) * 12 * kLength * kLength), 0.5f);
+  const darkbert::kernels::DropoutMask mask{0.1f, darkbert::stream_key(0, 1, 2)};
+  const float scale = 1.0f / (1.0f - mask.p);
+  const auto n = static_cast<Index>(maps.size());
+  for (auto _ : state) {
+#pragma omp parallel for schedule(static)
+    for (Index i = 0; i < n; ++i) maps[i] = mask.keep(static_cast<std::uint64_t>(i)) ? maps[i] * scale : 0.0f;
+    benchmark::DoNotOptimize(maps.data());
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(maps.size()));
+}
+BENCHMARK(BM_DropoutScalar)->Arg(1)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // ---- a language-model head: GPT-2's 50,257 tokens on 1024 rows (a mini GPT-2's step at 32 x 32 tokens)
 // of width 128. Arg 0: the product x·Eᵀ; 1: cross-entropy forward + backward; 2: the backward products.
