@@ -19,7 +19,8 @@ namespace {
 namespace study = darkbert::study;
 using darkbert::test::shared_root;
 
-const darkbert::Tokenizer& bert_tokenizer() {
+// Loaded once for the file (named for it: the unity build shares file scope with test_support's bert_tokenizer).
+const darkbert::Tokenizer& finetune_change_tokenizer() {
   static const auto t = darkbert::Tokenizer::from_directory(darkbert::test::data_dir() / "vocab/bert-base-uncased");
   return t;
 }
@@ -29,7 +30,7 @@ darkbert::Transformer<float> real_vocab_bert() {
 }
 
 study::TaskInputs change_mrpc_inputs(const darkbert::ModelConfig& config, std::size_t n = 6) {
-  return study::load_task_inputs(shared_root(), darkbert::GlueTask::mrpc, bert_tokenizer(), config,
+  return study::load_task_inputs(shared_root(), darkbert::GlueTask::mrpc, finetune_change_tokenizer(), config,
                                  {.max_examples = n, .seed = 1, .max_length = 40});
 }
 
@@ -101,9 +102,9 @@ TEST_CASE("measure_fine_tune_change: a tiny fine-tune of BERT and of a causal GP
   config.architecture = "BertForSequenceClassification";
   config.labels = {"not_equivalent", "equivalent"};
   auto tuned = base.with_task_heads(config, darkbert::TaskHeads::for_architecture(config), 1);
-  const auto train = study::load_task_inputs(root, darkbert::GlueTask::mrpc, bert_tokenizer(), config,
+  const auto train = study::load_task_inputs(root, darkbert::GlueTask::mrpc, finetune_change_tokenizer(), config,
                                              {.max_examples = 32, .seed = 9, .max_length = 40});
-  darkbert::fine_tune(tuned, train.texts, bert_tokenizer().pad_id(),
+  darkbert::fine_tune(tuned, train.texts, finetune_change_tokenizer().pad_id(),
                       {.epochs = 2, .batch_size = 8, .learning_rate = 1e-2, .seed = 1, .show_progress = false});
   const auto inputs = change_mrpc_inputs(config);
   const auto c = study::measure_fine_tune_change(base, tuned, inputs, {.seed = 1});
