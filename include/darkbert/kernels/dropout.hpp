@@ -10,9 +10,6 @@
 /// kernels::dropout_apply(x, n, 0, mask);      // forward on values, backward on gradients: the same op
 /// @endcode
 
-#include <omp.h>  // omp_in_parallel, omp_get_max_threads, omp_get_thread_num
-
-#include <algorithm>    // std::min
 #include <cmath>        // std::ceil
 #include <cstdint>      // std::uint64_t
 #include <type_traits>  // std::is_same_v
@@ -20,6 +17,7 @@
 #include "../core/counter_rng.hpp"
 #include "../core/kernel_dispatch.hpp"  // kernel_path, DARKBERT_AVX512_TARGET, DARKBERT_AVX2_TARGET
 #include "../core/matrix.hpp"
+#include "../core/threads.hpp"  // for_column_blocks
 
 namespace darkbert::kernels {
 
@@ -73,15 +71,9 @@ template <class T>
 void dropout_apply(T* x, Index n, Index first, const DropoutMask& m) {
   if (!m.active() || n <= 0) return;
   const T scale = T(1) / (T(1) - static_cast<T>(m.p));
-  const int threads = n > (1 << 15) && !omp_in_parallel() ? omp_get_max_threads() : 1;
-  if (threads == 1) return detail::dropout_range(x, n, static_cast<std::uint64_t>(first), m, scale);
-  // Blocks of whole 64-byte vectors, one per thread.
-  const Index chunk = ((n + threads - 1) / threads + 15) / 16 * 16;
-#pragma omp parallel num_threads(threads)
-  {
-    const Index begin = std::min(n, chunk * omp_get_thread_num()), end = std::min(n, begin + chunk);
-    if (end > begin) detail::dropout_range(x + begin, end - begin, static_cast<std::uint64_t>(first + begin), m, scale);
-  }
+  for_column_blocks(n, n > (1 << 15), [&](Index begin, Index end) {
+    detail::dropout_range(x + begin, end - begin, static_cast<std::uint64_t>(first + begin), m, scale);
+  });
 }
 
 }  // namespace darkbert::kernels
