@@ -1,7 +1,9 @@
 // gemm over OpenBLAS, split over the threads by output blocks: right against a double reference for every
 // transpose, and the same bits at any thread count — including the shapes whose blocks would cross
 // OpenBLAS's small-matrix limit (a 64 × 64 weight gradient over 384 rows: a tiny model's batch of 32
-// twelve-token sentences, whose bits once depended on the thread count).
+// twelve-token sentences, whose bits once depended on the thread count), and on OpenBLAS's AVX2 kernels,
+// whose sums depend on the call's extent (640 of 4,000 float cases differed there when the blocks
+// followed the thread count; the @avx2 entry runs them).
 #include <doctest/doctest.h>
 #include <omp.h>  // omp_get_max_threads, omp_set_num_threads
 

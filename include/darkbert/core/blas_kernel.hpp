@@ -20,29 +20,15 @@
 /// run SGEMM several times slower than the AVX2 kernels that CPU can run. Set DARKBERT_KEEP_BLAS_CORETYPE=1
 /// to keep whatever OPENBLAS_CORETYPE says.
 
-#include <cblas.h>   // openblas_get_corename
 #include <unistd.h>  // execv
 
 #include <cstdlib>  // std::getenv, setenv
 #include <string>   // std::string
 
+#include "blas.hpp"             // blas_core_name, is_avx512_core, is_avx2_core
 #include "kernel_dispatch.hpp"  // cpu_has_avx512, cpu_has_avx2
 
 namespace darkbert {
-
-/// The name of the kernel set OpenBLAS uses ("Haswell", "SkylakeX", ...).
-inline std::string blas_core_name() { return openblas_get_corename(); }
-
-/// Whether an OpenBLAS kernel-set name (blas_core_name()) is one of its AVX-512 sets.
-/// @code
-/// if (!darkbert::is_avx512_core(darkbert::blas_core_name())) std::puts("OpenBLAS runs AVX2 kernels");
-/// @endcode
-inline bool is_avx512_core(const std::string& core) {
-  return core == "SkylakeX" || core == "Cooperlake" || core == "SapphireRapids";
-}
-
-/// Whether an OpenBLAS kernel-set name runs AVX2 + FMA kernels (its Haswell and Zen sets).
-inline bool is_avx2_core(const std::string& core) { return core == "Haswell" || core == "Zen"; }
 
 namespace detail {
 /// The kernel set to restart with, or null to keep OpenBLAS's: `cpu_avx512` / `cpu_avx2` say what the CPU
