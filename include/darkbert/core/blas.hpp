@@ -39,6 +39,12 @@ inline bool is_avx2_core(const std::string& core) { return core == "Haswell" || 
 
 namespace detail {
 
+/// Whether OpenBLAS runs its AVX-512 kernels (fixed when the library loads; see core/blas_kernel.hpp).
+inline bool blas_runs_avx512() {
+  static const bool avx512 = is_avx512_core(blas_core_name());
+  return avx512;
+}
+
 inline void single_threaded_blas() {
   static std::once_flag once;
   std::call_once(once, [] { openblas_set_num_threads(1); });
@@ -74,9 +80,8 @@ inline constexpr double blas_small_matrix_limit = 100.0 * 100.0 * 100.0;
 /// omp_get_num_procs, ignores the process's core binding, so MPI ranks bound to one core each cut a
 /// product as a single process does.
 inline int gemm_blocks(int threads) {
-  static const bool bits_depend_on_block = !is_avx512_core(blas_core_name());
   static const int cpus = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  return bits_depend_on_block ? cpus : threads;
+  return blas_runs_avx512() ? threads : cpus;
 }
 
 }  // namespace detail
@@ -102,13 +107,13 @@ void gemm(Transpose trans_a, Transpose trans_b, Index m, Index n, Index k, T alp
   // Split only when every block, the last and smallest too, stays above OpenBLAS's small-matrix limit:
   // then each element is the packed path's sum whatever the thread count. Otherwise one call; a block
   // that small would gain little from a second thread anyway.
-  const Index last = extent - (extent - 1) / chunk * chunk;
+  const Index block_count = (extent + chunk - 1) / chunk;
+  const Index last = extent - (block_count - 1) * chunk;
   const double smallest_block = double(m) * double(n) * double(k) / double(extent) * double(last);
-  if (blocks == 1 || extent <= chunk || smallest_block <= detail::blas_small_matrix_limit) {
+  if (block_count == 1 || smallest_block <= detail::blas_small_matrix_limit) {
     detail::blas_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     return;
   }
-  const Index block_count = (extent + chunk - 1) / chunk;
 #pragma omp parallel for schedule(static) num_threads(static_cast<int>(std::min<Index>(threads, block_count))) if (threads > 1)
   for (Index block = 0; block < block_count; ++block) {
     const Index begin = chunk * block;

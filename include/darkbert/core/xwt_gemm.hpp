@@ -24,8 +24,7 @@
 #include <type_traits>  // std::is_same_v
 #include <vector>
 
-#include "blas.hpp"
-#include "blas_kernel.hpp"  // blas_core_name, is_avx512_core
+#include "blas.hpp"  // gemm, detail::blas_runs_avx512
 #include "kernel_dispatch.hpp"  // kernel_path, DARKBERT_HAS_AVX512_KERNEL, DARKBERT_HAS_AVX2_KERNEL
 #include "matrix.hpp"
 #include "tensor.hpp"  // AlignedAllocator
@@ -57,14 +56,6 @@ template <class T>
 bool xwt_kernel_available() {
   return std::is_same_v<T, float> && kernel_path() != KernelPath::blas;
 }
-
-namespace detail {
-/// Whether OpenBLAS runs its AVX-512 kernels (fixed when the library loads; see core/blas_kernel.hpp).
-inline bool blas_runs_avx512() {
-  static const bool avx512 = is_avx512_core(blas_core_name());
-  return avx512;
-}
-}  // namespace detail
 
 /// Whether the tile kernel of `path` (avx512 or avx2) takes a product of `rows` rows and depth `in`.
 inline bool xwt_kernel_chosen(Index rows, Index in, KernelPath path = kernel_path()) {
