@@ -90,6 +90,15 @@ TEST_CASE("a recipe's errors name what is wrong") {
   }
   r.decay_fraction = 0.3;
   CHECK_NOTHROW(r.validate());
+  for (double beta2 : {0.0, 1.0, -0.1}) {
+    r.adam_beta2 = beta2;
+    CHECK(message_of([&] { r.validate(); }).find("pretraining recipe: adam_beta2 (") == 0);
+  }
+  r.adam_beta2 = 0.95;
+  r.weight_decay = -0.01;
+  CHECK(message_of([&] { r.validate(); }) == "pretraining recipe: weight_decay is negative");
+  r.weight_decay = 0;
+  CHECK_NOTHROW(r.validate());
 }
 
 TEST_CASE("a recipe survives its JSON (run.json), and a run.json from before a field existed takes its default") {
@@ -103,6 +112,8 @@ TEST_CASE("a recipe survives its JSON (run.json), and a run.json from before a f
   r.data_seed = 4;
   r.dropout_warmup = 1000;
   r.decay_fraction = 0.3;
+  r.adam_beta2 = 0.95;
+  r.weight_decay = 0.1;
   const auto back = nlohmann::json(r).get<PretrainRecipe>();
   CHECK(nlohmann::json(back) == nlohmann::json(r));
   auto old = nlohmann::json(r);
@@ -115,6 +126,8 @@ TEST_CASE("a recipe survives its JSON (run.json), and a run.json from before a f
   old.erase("data_seed");
   old.erase("dropout_warmup");
   old.erase("decay_fraction");
+  old.erase("adam_beta2");
+  old.erase("weight_decay");
   const auto read = old.get<PretrainRecipe>();
   CHECK(read.steps == 0);
   CHECK(read.predicted_fraction == 1);
@@ -125,6 +138,10 @@ TEST_CASE("a recipe survives its JSON (run.json), and a run.json from before a f
   CHECK(back.dropout_warmup == 1000);
   CHECK(read.decay_fraction == 1);     // the linear schedule
   CHECK(back.decay_fraction == 0.3);
+  CHECK(read.adam_beta2 == 0.999);  // AdamW as before the fields existed
+  CHECK(read.weight_decay == 0.01);
+  CHECK(back.adam_beta2 == 0.95);
+  CHECK(back.weight_decay == 0.1);
   CHECK(read.seed == 7);
   CHECK(read.initial_weights_seed() == 7);  // the weights from --seed, as before the field existed
   CHECK(read.task_seed() == 7);

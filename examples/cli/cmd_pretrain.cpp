@@ -38,7 +38,7 @@ struct PretrainCommand {
   // Overrides (unset = the recipe's value).
   std::optional<int> layers, hidden, heads, ff, seq, short_seq, grow_from, batch_slices;
   std::optional<std::size_t> batch, max_documents, probe_pairs, heldout_examples;
-  std::optional<double> lr;
+  std::optional<double> lr, adam_beta2, weight_decay;
   std::optional<std::int64_t> warmup, weights_seed, data_seed, eval_every, checkpoint_every, softmax_draws, grow_warmup,
       dropout_warmup;
   std::optional<std::uint64_t> seed;
@@ -52,7 +52,7 @@ struct PretrainCommand {
       if (value) field = *value;
     };
     set(r.layers, layers), set(r.hidden, hidden), set(r.heads, heads), set(r.ff, ff), set(r.seq, seq);
-    set(r.batch, batch), set(r.lr, lr), set(r.warmup, warmup), set(r.decay_fraction, decay_fraction), set(r.seed, seed), set(r.weights_seed, weights_seed);
+    set(r.batch, batch), set(r.lr, lr), set(r.adam_beta2, adam_beta2), set(r.weight_decay, weight_decay), set(r.warmup, warmup), set(r.decay_fraction, decay_fraction), set(r.seed, seed), set(r.weights_seed, weights_seed);
     set(r.data_seed, data_seed);
     set(r.max_documents, max_documents), set(r.eval_every, eval_every), set(r.checkpoint_every, checkpoint_every);
     set(r.probe_pairs, probe_pairs), set(r.heldout_examples, heldout_examples), set(r.position_init, position_init), set(r.dropout, dropout);
@@ -105,6 +105,8 @@ void add_pretrain_command(CLI::App& app) {
   cmd->add_option("--batch", o->batch, "Override: sequences per step");
   cmd->add_option("--lr", o->lr, "Override: peak learning rate");
   cmd->add_option("--warmup", o->warmup, "Override: warm-up steps");
+  cmd->add_option("--adam-beta2", o->adam_beta2, "Override: AdamW's second-moment decay");
+  cmd->add_option("--weight-decay", o->weight_decay, "Override: AdamW's decoupled weight decay of matrices");
   cmd->add_option("--seed", o->seed, "Override: seed of the weights, data order, masks and dropout");
   cmd->add_option("--weights-seed", o->weights_seed,
                   "Override: seed of the initial weights alone (--seed keys the rest)")

@@ -32,6 +32,8 @@ struct PretrainRecipe {
   std::size_t batch = 32;     ///< examples per step
   double lr = 1e-3;           ///< peak learning rate (linear warm-up, then linear decay to 0)
   std::int64_t warmup = 200;  ///< warm-up steps
+  double adam_beta2 = 0.999;  ///< AdamW's second-moment decay
+  double weight_decay = 0.01;  ///< AdamW's decoupled decay of matrices
   double decay_fraction = 1;  ///< the learning rate falls linearly to 0 over this last share of the steps and
                               ///< holds at `lr` before (1: it falls from the end of the warm-up on)
   std::int64_t steps = 0;     ///< length of the run (0: give minutes)
@@ -74,6 +76,8 @@ struct PretrainRecipe {
             batch_slices, ") must lie between 1 and the batch (", batch, ")");
     require(decay_fraction > 0 && decay_fraction <= 1, "pretraining recipe: decay_fraction (", decay_fraction,
             ") must lie in (0, 1]");
+    require(adam_beta2 > 0 && adam_beta2 < 1, "pretraining recipe: adam_beta2 (", adam_beta2, ") must lie in (0, 1)");
+    require(weight_decay >= 0, "pretraining recipe: weight_decay is negative");
     require(dropout_warmup >= 0, "pretraining recipe: dropout_warmup is negative");
     require(softmax_draws >= 0, "pretraining recipe: softmax_draws is negative");
     require(softmax_draws == 0 || arch == "gpt2", "pretraining recipe: softmax_draws (sampled softmax) is for gpt2 only");
@@ -102,7 +106,7 @@ struct PretrainRecipe {
   }
 };
 
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PretrainRecipe, arch, layers, hidden, heads, ff, seq, batch, lr, warmup, decay_fraction,
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PretrainRecipe, arch, layers, hidden, heads, ff, seq, batch, lr, warmup, adam_beta2, weight_decay, decay_fraction,
                                                 steps, minutes, seed, weights_seed, data_seed, max_documents, eval_every, checkpoint_every,
                                                 probe_pairs, heldout_examples, position_init, position_rms, dropout, attention_dropout, dropout_warmup, mask_prob, short_seq,
                                                 short_fraction, predicted_fraction, softmax_draws, grow_from, grow_fraction,

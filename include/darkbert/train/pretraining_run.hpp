@@ -190,7 +190,7 @@ inline PretrainingResult run_pretraining(const DataRoot& root, const Pretraining
           (checkpoint_dir / "config.json").string(), ": the checkpoint has ", model.config().num_layers,
           " blocks; this run trains ", first_config.num_layers, " and then ", config.num_layers);
   std::optional<AdamW<float>> optimizer;  // a grown model gets a fresh one
-  optimizer.emplace(model, AdamWOptions{.weight_decay = 0.01});
+  optimizer.emplace(model, AdamWOptions{.beta2 = r.adam_beta2, .weight_decay = r.weight_decay});
   if (loaded) restore_optimizer(checkpoint_dir, *optimizer);
   fs::create_directories(o.out);
   write_file_atomically(o.out / "run.json", nlohmann::json(r).dump(2) + "\n");
@@ -207,12 +207,12 @@ inline PretrainingResult run_pretraining(const DataRoot& root, const Pretraining
   if (r.decay_fraction < 1) std::snprintf(decay_note, sizeof decay_note, ", decay over the last %g of the steps", r.decay_fraction);
   std::snprintf(line, sizeof line,
                 "pretraining %s: %d layers x %d hidden x %d heads, FFN %d, %lld parameters; seq %d, batch %zu, lr %g, "
-                "warm-up %lld%s, %s positions (rms %g), dropout %g (attention %g%s), mask %g, short phase %d tokens for %g of the steps, "
+                "warm-up %lld%s, AdamW beta2 %g and weight decay %g, %s positions (rms %g), dropout %g (attention %g%s), mask %g, short phase %d tokens for %g of the steps, "
                 "predicting %g of the positions%s; corpus %zu documents, %zu tokens\n",
                 gpt2 ? "GPT-2" : "BERT", r.layers, r.hidden, r.heads, r.ff,
                 static_cast<long long>(config.parameter_count()), r.seq, r.batch, r.lr,
                 static_cast<long long>(r.warmup),
-                decay_note,
+                decay_note, r.adam_beta2, r.weight_decay,
                 r.position_init.c_str(), r.position_rms, r.dropout,
                 recipe_config(r).attention_dropout,
                 r.dropout_warmup > 0 ? ("; ramped up over " + std::to_string(r.dropout_warmup) + " steps").c_str() : "", r.mask_prob,
@@ -266,7 +266,7 @@ inline PretrainingResult run_pretraining(const DataRoot& root, const Pretraining
     options.stop_at = grow_step;
     state = pretrain(model, *optimizer, task, options, state, callbacks);
     model = with_identity_blocks(model, config.num_layers, r.initial_weights_seed() ^ (0x9e3779b97f4a7c15ull * static_cast<std::uint64_t>(grow_step)));
-    optimizer.emplace(model, AdamWOptions{.weight_decay = 0.01});
+    optimizer.emplace(model, AdamWOptions{.beta2 = r.adam_beta2, .weight_decay = r.weight_decay});
     options.stop_at = 0;
     std::snprintf(line, sizeof line, "\n[step %lld] grown from %d to %d blocks (the new ones start as the identity); "
                   "the learning rate warms up again over %lld steps\n", static_cast<long long>(state.step), r.grow_from,
