@@ -99,6 +99,10 @@ TEST_CASE("a recipe's errors name what is wrong") {
   CHECK(message_of([&] { r.validate(); }) == "pretraining recipe: weight_decay is negative");
   r.weight_decay = 0;
   CHECK_NOTHROW(r.validate());
+  r.qk_init_std = 0;
+  CHECK(message_of([&] { r.validate(); }) == "pretraining recipe: qk_init_std (0) must be positive");
+  r.qk_init_std = 0.05;
+  CHECK_NOTHROW(r.validate());
 }
 
 TEST_CASE("a recipe survives its JSON (run.json), and a run.json from before a field existed takes its default") {
@@ -114,6 +118,7 @@ TEST_CASE("a recipe survives its JSON (run.json), and a run.json from before a f
   r.decay_fraction = 0.3;
   r.adam_beta2 = 0.95;
   r.weight_decay = 0.1;
+  r.qk_init_std = 0.05;
   const auto back = nlohmann::json(r).get<PretrainRecipe>();
   CHECK(nlohmann::json(back) == nlohmann::json(r));
   auto old = nlohmann::json(r);
@@ -128,6 +133,7 @@ TEST_CASE("a recipe survives its JSON (run.json), and a run.json from before a f
   old.erase("decay_fraction");
   old.erase("adam_beta2");
   old.erase("weight_decay");
+  old.erase("qk_init_std");
   const auto read = old.get<PretrainRecipe>();
   CHECK(read.steps == 0);
   CHECK(read.predicted_fraction == 1);
@@ -142,6 +148,8 @@ TEST_CASE("a recipe survives its JSON (run.json), and a run.json from before a f
   CHECK(read.weight_decay == 0.01);
   CHECK(back.adam_beta2 == 0.95);
   CHECK(back.weight_decay == 0.1);
+  CHECK(read.qk_init_std == 0.02);  // the model's own draw, as before the field existed
+  CHECK(back.qk_init_std == 0.05);
   CHECK(read.seed == 7);
   CHECK(read.initial_weights_seed() == 7);  // the weights from --seed, as before the field existed
   CHECK(read.task_seed() == 7);

@@ -2,7 +2,7 @@
 // after it are logged again), and a damaged log is reported by file and line. The whole run is tested
 // through train/default_models.hpp (tests/test_train_default_models.cpp) and `darkbert pretrain`
 // (tests/cli_train.cmake: kill and resume end bit-identical); here also that the recipe's AdamW settings
-// reach the optimizer.
+// and query/key init reach the run.
 #include <doctest/doctest.h>
 
 #include <string>      // std::string
@@ -33,20 +33,21 @@ TEST_CASE("a damaged log is named by file and line instead of throwing a bare co
   CHECK(read_bytes(log) == "step,loss\n0,9.5\n1x0,7.0\n");  // left as it was
 }
 
-TEST_CASE("the recipe's AdamW beta2 and weight decay reach the optimizer; their defaults are the AdamW defaults") {
+TEST_CASE("the recipe's AdamW beta2, weight decay and query/key init reach the run; their defaults change nothing") {
   const auto root = darkbert::DataRoot::single(darkbert::test::data_dir(), darkbert::test::scratch_dir("adamw_cache"));
   const auto dir = darkbert::test::scratch_dir("adamw_runs");
-  auto run = [&](const std::string& name, double beta2, double weight_decay) {
+  auto run = [&](const std::string& name, double beta2, double weight_decay, double qk_init_std) {
     auto r = darkbert::named_recipe("tiny", "gpt2");
     r.seq = 32, r.steps = 6, r.max_documents = 20, r.probe_pairs = 4, r.eval_every = 0, r.checkpoint_every = 0;
     r.softmax_draws = 256, r.heldout_examples = 16;
-    r.adam_beta2 = beta2, r.weight_decay = weight_decay;
+    r.adam_beta2 = beta2, r.weight_decay = weight_decay, r.qk_init_std = qk_init_std;
     darkbert::run_pretraining(root, {.out = dir / name, .recipe = r, .show_progress = false});
     return read_bytes(dir / name / "model.safetensors");
   };
   const darkbert::AdamWOptions defaults;
-  const auto base = run("defaults", defaults.beta2, defaults.weight_decay);
-  CHECK(run("defaults_again", 0.999, 0.01) == base);
-  CHECK(run("beta2", 0.95, 0.01) != base);
-  CHECK(run("decay", 0.999, 0.2) != base);
+  const auto base = run("defaults", defaults.beta2, defaults.weight_decay, darkbert::Transformer<float>::random_init_std);
+  CHECK(run("defaults_again", 0.999, 0.01, 0.02) == base);
+  CHECK(run("beta2", 0.95, 0.01, 0.02) != base);
+  CHECK(run("decay", 0.999, 0.2, 0.02) != base);
+  CHECK(run("qk_init", 0.999, 0.01, 0.05) != base);
 }

@@ -43,7 +43,7 @@ struct PretrainCommand {
       dropout_warmup;
   std::optional<std::uint64_t> seed;
   std::optional<std::string> position_init;
-  std::optional<double> decay_fraction, dropout, attention_dropout, position_rms, mask_prob, short_fraction, predicted_fraction,
+  std::optional<double> decay_fraction, dropout, attention_dropout, position_rms, qk_init_std, mask_prob, short_fraction, predicted_fraction,
       grow_fraction;
 
   PretrainRecipe settings() const {
@@ -57,7 +57,7 @@ struct PretrainCommand {
     set(r.max_documents, max_documents), set(r.eval_every, eval_every), set(r.checkpoint_every, checkpoint_every);
     set(r.probe_pairs, probe_pairs), set(r.heldout_examples, heldout_examples), set(r.position_init, position_init), set(r.dropout, dropout);
     set(r.attention_dropout, attention_dropout), set(r.dropout_warmup, dropout_warmup);
-    set(r.position_rms, position_rms), set(r.mask_prob, mask_prob);
+    set(r.position_rms, position_rms), set(r.qk_init_std, qk_init_std), set(r.mask_prob, mask_prob);
     set(r.short_seq, short_seq), set(r.short_fraction, short_fraction), set(r.predicted_fraction, predicted_fraction);
     set(r.softmax_draws, softmax_draws);
     set(r.grow_from, grow_from), set(r.grow_fraction, grow_fraction), set(r.grow_warmup, grow_warmup);
@@ -119,6 +119,8 @@ void add_pretrain_command(CLI::App& app) {
   cmd->add_option("--checkpoint-every", o->checkpoint_every, "Override: steps between checkpoints");
   cmd->add_option("--position-init", o->position_init, "Override: normal (N(0, 0.02)) or sinusoidal position embeddings at the start")
       ->check(CLI::IsMember({"normal", "sinusoidal"}));
+  cmd->add_option("--qk-init-std", o->qk_init_std, "Override: standard deviation of the initial query and key weights")
+      ->check(CLI::Range(1e-6, 10.0));
   cmd->add_option("--position-rms", o->position_rms, "Override: root-mean-square of the initial position table")
       ->check(CLI::Range(1e-6, 10.0));
   cmd->add_option("--mask-prob", o->mask_prob, "Override: BERT's share of masked tokens in training (held-out stays 0.15)")

@@ -51,6 +51,9 @@ struct PretrainRecipe {
                                           ///< (0: the task's 512 / 256; fewer for seconds-long test runs)
   std::string position_init = "normal";  ///< or "sinusoidal" (train/position_init.hpp)
   double position_rms = 0.02;             ///< root-mean-square of the initial position table
+  double qk_init_std = 0.02;              ///< standard deviation of the initial query and key weights
+                                          ///< at the start (the model's initializer_range by default; blocks
+                                          ///< added by growing keep it; query_key_init.hpp)
   double dropout = 0.1;                   ///< embedding, attention and hidden dropout while pretraining
   double attention_dropout = -1;          ///< dropout on the attention probabilities alone (negative: `dropout`)
   std::int64_t dropout_warmup = 0;        ///< both ramp linearly from 0 over the first this-many steps (0: none)
@@ -78,6 +81,7 @@ struct PretrainRecipe {
             ") must lie in (0, 1]");
     require(adam_beta2 > 0 && adam_beta2 < 1, "pretraining recipe: adam_beta2 (", adam_beta2, ") must lie in (0, 1)");
     require(weight_decay >= 0, "pretraining recipe: weight_decay is negative");
+    require(qk_init_std > 0, "pretraining recipe: qk_init_std (", qk_init_std, ") must be positive");
     require(dropout_warmup >= 0, "pretraining recipe: dropout_warmup is negative");
     require(softmax_draws >= 0, "pretraining recipe: softmax_draws is negative");
     require(softmax_draws == 0 || arch == "gpt2", "pretraining recipe: softmax_draws (sampled softmax) is for gpt2 only");
@@ -108,7 +112,7 @@ struct PretrainRecipe {
 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PretrainRecipe, arch, layers, hidden, heads, ff, seq, batch, lr, warmup, adam_beta2, weight_decay, decay_fraction,
                                                 steps, minutes, seed, weights_seed, data_seed, max_documents, eval_every, checkpoint_every,
-                                                probe_pairs, heldout_examples, position_init, position_rms, dropout, attention_dropout, dropout_warmup, mask_prob, short_seq,
+                                                probe_pairs, heldout_examples, position_init, position_rms, qk_init_std, dropout, attention_dropout, dropout_warmup, mask_prob, short_seq,
                                                 short_fraction, predicted_fraction, softmax_draws, grow_from, grow_fraction,
                                                 grow_warmup, batch_slices)
 

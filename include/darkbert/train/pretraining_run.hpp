@@ -48,6 +48,7 @@
 #include "position_init.hpp"
 #include "pretrain.hpp"
 #include "pretraining_recipe.hpp"
+#include "query_key_init.hpp"
 #include "training_checkpoint.hpp"
 
 namespace darkbert {
@@ -185,7 +186,10 @@ inline PretrainingResult run_pretraining(const DataRoot& root, const Pretraining
   ModelConfig first_config = config;
   if (r.grow_from > 0) first_config.num_layers = r.grow_from;
   auto model = loaded ? std::move(*loaded) : Transformer<float>::random(first_config, TaskHeads::for_architecture(config), r.initial_weights_seed());
-  if (!loaded) init_positions(model.params().embeddings.position, r.position_init, r.position_rms, Transformer<float>::random_init_std);
+  if (!loaded) {
+    init_positions(model.params().embeddings.position, r.position_init, r.position_rms, Transformer<float>::random_init_std);
+    rescale_query_key(model.params(), r.qk_init_std, Transformer<float>::random_init_std);
+  }
   require(model.config().num_layers == config.num_layers || model.config().num_layers == first_config.num_layers,
           (checkpoint_dir / "config.json").string(), ": the checkpoint has ", model.config().num_layers,
           " blocks; this run trains ", first_config.num_layers, " and then ", config.num_layers);
@@ -204,16 +208,18 @@ inline PretrainingResult run_pretraining(const DataRoot& root, const Pretraining
     write_file_atomically(heads_csv, "step,layer,head,neighbour_share,special_share,segment_share\n");
   }
   char decay_note[64] = "";  // a warm-up-stable-decay schedule; empty for the linear one
+  char slices_note[48] = "";  // the batch in slices run side by side; empty for the whole batch
+  if (r.batch_slices > 1) std::snprintf(slices_note, sizeof slices_note, " in %d slices", r.batch_slices);
   if (r.decay_fraction < 1) std::snprintf(decay_note, sizeof decay_note, ", decay over the last %g of the steps", r.decay_fraction);
   std::snprintf(line, sizeof line,
-                "pretraining %s: %d layers x %d hidden x %d heads, FFN %d, %lld parameters; seq %d, batch %zu, lr %g, "
-                "warm-up %lld%s, AdamW beta2 %g and weight decay %g, %s positions (rms %g), dropout %g (attention %g%s), mask %g, short phase %d tokens for %g of the steps, "
+                "pretraining %s: %d layers x %d hidden x %d heads, FFN %d, %lld parameters; seq %d, batch %zu%s, lr %g, "
+                "warm-up %lld%s, AdamW beta2 %g and weight decay %g, %s positions (rms %g), query and key weights at std %g, dropout %g (attention %g%s), mask %g, short phase %d tokens for %g of the steps, "
                 "predicting %g of the positions%s; corpus %zu documents, %zu tokens\n",
                 gpt2 ? "GPT-2" : "BERT", r.layers, r.hidden, r.heads, r.ff,
-                static_cast<long long>(config.parameter_count()), r.seq, r.batch, r.lr,
+                static_cast<long long>(config.parameter_count()), r.seq, r.batch, slices_note, r.lr,
                 static_cast<long long>(r.warmup),
                 decay_note, r.adam_beta2, r.weight_decay,
-                r.position_init.c_str(), r.position_rms, r.dropout,
+                r.position_init.c_str(), r.position_rms, r.qk_init_std, r.dropout,
                 recipe_config(r).attention_dropout,
                 r.dropout_warmup > 0 ? ("; ramped up over " + std::to_string(r.dropout_warmup) + " steps").c_str() : "", r.mask_prob,
                 r.short_seq, r.short_fraction, gpt2 ? r.predicted_fraction : r.mask_prob,
