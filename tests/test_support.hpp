@@ -4,6 +4,7 @@
 
 #include <doctest/doctest.h>
 
+#include <cmath>       // std::sqrt
 #include <cstdlib>     // std::getenv
 #include <filesystem>  // std::filesystem::path
 #include <fstream>     // std::ifstream, std::ofstream
@@ -40,6 +41,9 @@ inline std::string read_bytes(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
+
+/// Root-mean-square of the entries of an Eigen matrix or block, summed in double.
+inline double root_mean_square(const auto& m) { return std::sqrt(m.template cast<double>().array().square().mean()); }
 
 // The message of the darkbert::error that f() throws, or "" when it throws none, so that no check on the
 // message (==, find, rfind) can pass by accident:

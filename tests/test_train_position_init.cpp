@@ -8,12 +8,6 @@
 #include "darkbert/train/position_init.hpp"
 #include "test_support.hpp"
 
-namespace {
-
-double rms(const darkbert::Matrix<float>& m) { return std::sqrt(m.cast<double>().array().square().mean()); }
-
-}  // namespace
-
 TEST_CASE("sinusoidal positions: sin and cos of p / 10000^(2i/H) at the asked root-mean-square") {
   darkbert::Matrix<float> table(512, 64);
   darkbert::init_sinusoidal_positions(table, 0.05);
@@ -23,7 +17,7 @@ TEST_CASE("sinusoidal positions: sin and cos of p / 10000^(2i/H) at the asked ro
   CHECK(table(7, 0) == doctest::Approx(scale * std::sin(7.0)));
   CHECK(table(7, 1) == doctest::Approx(scale * std::cos(7.0)));
   CHECK(table(300, 10) == doctest::Approx(scale * std::sin(300.0 / std::pow(10000.0, 10.0 / 64.0))));
-  CHECK(rms(table) == doctest::Approx(0.05).epsilon(0.05));
+  CHECK(darkbert::test::root_mean_square(table) == doctest::Approx(0.05).epsilon(0.05));
   // The shift by one position is the same rotation everywhere: <p, p + 1> does not depend on p.
   const double first = table.row(0).cast<double>().dot(table.row(1).cast<double>());
   CHECK(table.row(200).cast<double>().dot(table.row(201).cast<double>()) == doctest::Approx(first).epsilon(1e-4));
@@ -44,7 +38,7 @@ TEST_CASE("init_positions: normal rescales the model's draw, sinusoidal replaces
   auto scaled = drawn;
   darkbert::init_positions(scaled, "normal", 4 * init, init);
   CHECK(scaled.isApprox(drawn * 4.0f));
-  CHECK(rms(scaled) == doctest::Approx(4 * init).epsilon(0.1));
+  CHECK(darkbert::test::root_mean_square(scaled) == doctest::Approx(4 * init).epsilon(0.1));
 
   auto sinusoids = drawn, expected = drawn;
   darkbert::init_positions(sinusoids, "sinusoidal", 0.1, init);

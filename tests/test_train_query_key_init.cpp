@@ -2,17 +2,9 @@
 // rows and everything else left as drawn.
 #include <doctest/doctest.h>
 
-#include <cmath>  // std::sqrt
-
 #include "darkbert/model/transformer.hpp"
 #include "darkbert/train/query_key_init.hpp"
 #include "test_support.hpp"
-
-namespace {
-
-double rms(const auto& m) { return std::sqrt(m.template cast<double>().array().square().mean()); }
-
-}  // namespace
 
 TEST_CASE("rescale_query_key: query and key rows of every block at the asked scale, values untouched") {
   constexpr double init = darkbert::Transformer<float>::random_init_std;
@@ -31,7 +23,7 @@ TEST_CASE("rescale_query_key: query and key rows of every block at the asked sca
     const auto& drawn = model.params().blocks[b];
     const auto& scaled = larger.blocks[b];
     CHECK(scaled.qkv.weight.topRows(2 * H).isApprox(drawn.qkv.weight.topRows(2 * H) * 2.5f));
-    CHECK(rms(scaled.qkv.weight.topRows(2 * H)) == doctest::Approx(0.05).epsilon(0.05));
+    CHECK(darkbert::test::root_mean_square(scaled.qkv.weight.topRows(2 * H)) == doctest::Approx(0.05).epsilon(0.05));
     CHECK(scaled.qkv.weight.bottomRows(H) == drawn.qkv.weight.bottomRows(H));  // the value rows
     CHECK(scaled.qkv.bias == drawn.qkv.bias);
     CHECK(scaled.attn_out.weight == drawn.attn_out.weight);

@@ -53,7 +53,7 @@ struct PretrainRecipe {
   double position_rms = 0.02;             ///< root-mean-square of the initial position table
   double qk_init_std = 0.02;              ///< standard deviation of the initial query and key weights
                                           ///< at the start (the model's initializer_range by default; blocks
-                                          ///< added by growing keep it; query_key_init.hpp)
+                                          ///< added by growing keep the model's draw; query_key_init.hpp)
   double dropout = 0.1;                   ///< embedding, attention and hidden dropout while pretraining
   double attention_dropout = -1;          ///< dropout on the attention probabilities alone (negative: `dropout`)
   std::int64_t dropout_warmup = 0;        ///< both ramp linearly from 0 over the first this-many steps (0: none)
