@@ -2,7 +2,7 @@
 // model's own normal draw rescaled.
 #include <doctest/doctest.h>
 
-#include <cmath>  // std::sin, std::cos, std::sqrt
+#include <cmath>  // std::sin, std::cos, std::pow, std::sqrt
 
 #include "darkbert/model/transformer.hpp"
 #include "darkbert/train/position_init.hpp"
