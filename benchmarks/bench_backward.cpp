@@ -164,6 +164,71 @@ void BM_LanguageModelHead(benchmark::State& state) {
 }
 BENCHMARK(BM_LanguageModelHead)->DenseRange(0, 2)->Unit(benchmark::kMillisecond)->UseRealTime();
 
+// ---- the product floor of one study GPT-2 pretraining step (12 x 128 x 4, FFN 512, batch 16 x 128 tokens,
+// a sampled softmax whose candidate set averages 3,774 columns at 4,096 draws over the recipe's batches):
+// every matrix product of forward and backward at the shapes and with the kernels the step uses, and
+// nothing else. Its time against the step's (`darkbert pretrain --arch gpt2 --recipe study`) is how much of
+// the step is products; its rate is the floor's. The attention products are counted over whole maps,
+// as the backward computes them (the forward skips a causal map's future, so it does less).
+void BM_StudyGpt2StepProducts(benchmark::State& state) {
+  const Index layers = 12, T = 16 * kLength, H = 128, I = 512, heads = 4, d = 32, maps = 16 * heads, columns = 3774;
+  Matrix<float> x(T, I), dy(T, I), y(T, I), dx(T, I), w(I, I), dw(I, I), lm(columns, H), dlm(columns, H),
+      logits(T, columns), dlogits(T, columns);
+  for (auto* m : {&x, &dy, &w, &lm, &dlogits}) m->setRandom();
+  using Map = Eigen::Map<Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>;
+  // Per thread: q, k, v, c [L, d] and P, dP [L, L] of the map in hand.
+  const Index per_thread = 4 * kLength * d + 2 * kLength * kLength;
+  std::vector<float> buffers(static_cast<std::size_t>(darkbert::num_threads() * per_thread), 1.0f / kLength);
+  darkbert::XwtScratch scratch;
+  // (in, out) of each block's four linears: qkv, attention output, FFN in, FFN out
+  const std::pair<Index, Index> linears[] = {{H, 3 * H}, {H, H}, {H, I}, {I, H}};
+  auto forward = [&](Index in, Index out) {
+    darkbert::kernels::linear_forward_raw<float>(x.data(), T, in, w.data(), nullptr, out, y.data(), darkbert::Activation::none, scratch);
+  };
+  auto backward = [&](Index in, Index out) {
+    darkbert::kernels::linear_backward_raw<float>(x.data(), dy.data(), T, in, out, w.data(), dw.data(), nullptr, dx.data());
+  };
+  // The (sequence, head) maps shared out over the threads, as the step's attention kernels do.
+  auto attention = [&](bool backward_pass) {
+#pragma omp parallel for schedule(static)
+    for (Index m = 0; m < maps; ++m) {
+      float* b = buffers.data() + omp_get_thread_num() * per_thread;
+      Map Q(b, kLength, d), K(b + kLength * d, kLength, d), V(b + 2 * kLength * d, kLength, d), C(b + 3 * kLength * d, kLength, d);
+      Map P(b + 4 * kLength * d, kLength, kLength), dP(b + 4 * kLength * d + kLength * kLength, kLength, kLength);
+      if (!backward_pass) {
+        P.noalias() = Q * K.transpose();
+        C.noalias() = P * V;
+      } else {
+        dP.noalias() = C * V.transpose();  // dP = dC Vᵀ
+        V.noalias() = P.transpose() * C;   // dV = Pᵀ dC
+        Q.noalias() = dP * K;              // dQ = dS K
+        K.noalias() = dP.transpose() * Q;  // dK = dSᵀ Q
+      }
+    }
+  };
+  auto step = [&] {
+    for (Index l = 0; l < layers; ++l) {
+      for (auto [in, out] : linears) forward(in, out);
+      attention(false);
+    }
+    darkbert::kernels::linear_forward_raw<float>(x.data(), T, H, lm.data(), nullptr, columns, logits.data(),
+                                             darkbert::Activation::none, scratch);
+    darkbert::kernels::linear_backward_raw<float>(x.data(), dlogits.data(), T, H, columns, lm.data(), dlm.data(), nullptr,
+                                              dx.data());
+    for (Index l = 0; l < layers; ++l) {
+      for (auto [in, out] : linears) backward(in, out);
+      attention(true);
+    }
+  };
+  step();  // sizes the scratch outside the timing
+  for (auto _ : state) step();
+  double flops = 6.0 * T * H * columns + layers * maps * 6.0 * 2 * kLength * kLength * d;
+  for (auto [in, out] : linears) flops += layers * 6.0 * T * in * out;
+  state.counters["GFLOP/s"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GFLOP"] = flops * 1e-9;
+}
+BENCHMARK(BM_StudyGpt2StepProducts)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(3.0);
+
 // ---- a whole step of a BERT-base sequence classifier (what `darkbert bench train-step` times)
 void BM_TrainStep(benchmark::State& state) {
   const Index B = state.range(0);
