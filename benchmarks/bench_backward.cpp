@@ -1,11 +1,13 @@
 // The backward pass of one BERT-base layer (hidden 768, 12 heads, FFN 3072, L = 128) stage by stage, at
 // batch 1 and 8, so that a regression in training points at its stage; then a whole training step of a
-// 12-layer BERT-base classifier (forward + backward + AdamW, dropout on), and dropout alone. FLOP rates are counters: each
-// linear backward is two products (dX = dY·W and dW += dYᵀ·X) of the forward's size.
+// 12-layer BERT-base classifier (forward + backward + AdamW, dropout on), and dropout alone, in place and
+// into another buffer. FLOP rates are counters: each linear backward is two products (dX = dY·W and
+// dW += dYᵀ·X) of the forward's size.
 #include <benchmark/benchmark.h>
 
 #include <omp.h>  // omp_get_thread_num
 
+#include <algorithm>  // std::copy
 #include <random>  // std::mt19937_64
 #include <vector>  // std::vector
 
@@ -115,6 +117,28 @@ void BM_Dropout(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(maps.size()));
 }
 BENCHMARK(BM_Dropout)->Arg(1)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// A residual branch's gradient in the backward: the undropped gradient stays (the residual's share) and
+// the dropped one goes into another buffer. Copy then drop in place, against dropout_apply(x, y, ...) in
+// one pass. One block of the study GPT-2: 16 x 128 tokens x 128 wide.
+void BM_DropoutBranch(benchmark::State& state) {
+  const bool fused = state.range(0) != 0;
+  const Index n = 16 * 128 * 128;
+  std::vector<float> gradient(static_cast<std::size_t>(n), 0.5f), branch(static_cast<std::size_t>(n));
+  const darkbert::kernels::DropoutMask mask{0.1f, darkbert::stream_key(0, 1, 2)};
+  for (auto _ : state) {
+    if (fused) {
+      darkbert::kernels::dropout_apply(gradient.data(), branch.data(), n, 0, mask);
+    } else {
+      std::copy(gradient.begin(), gradient.end(), branch.begin());
+      darkbert::kernels::dropout_apply(branch.data(), n, 0, mask);
+    }
+    benchmark::DoNotOptimize(branch.data());
+  }
+  state.SetLabel(fused ? "one pass" : "copy, then in place");
+  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(n));
+}
+BENCHMARK(BM_DropoutBranch)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 void BM_DropoutScalar(benchmark::State& state) {
   std::vector<float> maps(static_cast<std::size_t>(state.range(0) * 12 * kLength * kLength), 0.5f);

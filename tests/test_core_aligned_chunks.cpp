@@ -29,7 +29,9 @@ std::vector<float> exp_at(const std::vector<float>& values, Index offset) {
 TEST_CASE("transform_in_aligned_chunks gives the same bits at every address, and the right values") {
   std::mt19937_64 rng(11);
   std::uniform_real_distribution<float> u(-30.0f, 1.0f);
-  for (Index n : {1, 7, 16, 37, 128, 300, 600}) {  // below one packet, ragged, and across chunks (256)
+  // Below one packet, ragged, and across chunks (256). At offset 0 the multiples of 16 (16, 48, 128, 512)
+  // take the unbuffered path, so they are compared with the buffered one at offsets 1-15.
+  for (Index n : {1, 7, 16, 37, 48, 128, 300, 512, 600}) {
     CAPTURE(n);
     std::vector<float> values(static_cast<std::size_t>(n));
     for (auto& v : values) v = u(rng);
@@ -50,6 +52,19 @@ TEST_CASE("transform_in_aligned_chunks writes out of place and leaves the input"
   for (std::size_t i = 0; i < x.size(); ++i) CHECK(y[i] == doctest::Approx(std::tanh(double(x[i]))).epsilon(1e-6));
   darkbert::transform_in_aligned_chunks(x.data(), y.data(), 0, [](auto chunk) { chunk = chunk.tanh(); });  // n = 0
   CHECK(y[0] == doctest::Approx(std::tanh(-1.0)).epsilon(1e-6));
+}
+
+TEST_CASE("out of place into an aligned result gives the bits of the buffered path") {
+  std::mt19937_64 rng(12);
+  std::uniform_real_distribution<float> u(-30.0f, 1.0f);
+  for (Index n : {64, 256, 320}) {
+    CAPTURE(n);
+    std::vector<float> values(static_cast<std::size_t>(n));
+    for (auto& v : values) v = u(rng);
+    std::vector<float, darkbert::AlignedAllocator<float>> y(values.size(), 9.0f);
+    darkbert::transform_in_aligned_chunks(values.data(), y.data(), n, [](auto chunk) { chunk = (chunk - 1.0f).exp(); });
+    CHECK(std::vector<float>(y.begin(), y.end()) == exp_at(values, 3));  // offset 3: buffered
+  }
 }
 
 TEST_CASE("a plain Eigen map is what differs: its peeled elements take the scalar exp") {

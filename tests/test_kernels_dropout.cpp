@@ -1,6 +1,6 @@
 // Dropout masks: the integer comparison the vector loops use is keep() exactly, and dropout_apply gives
-// the scalar reference's bits on every kernel path (the @avx2 and @blas entries), at any length, offset
-// and thread count.
+// the scalar reference's bits on every kernel path (the @avx2 and @blas entries), in place and into another
+// buffer, at any length, offset and thread count.
 #include <doctest/doctest.h>
 #include <omp.h>  // omp_get_max_threads, omp_set_num_threads
 
@@ -51,12 +51,15 @@ void check_dropout_bits() {
           omp_set_num_threads(threads);
           auto got = x;
           darkbert::kernels::dropout_apply(got.data(), n, static_cast<darkbert::Index>(first), m);
+          std::vector<T> into(x.size(), T(7));  // out of place: the input stays, the result is the same
+          darkbert::kernels::dropout_apply(x.data(), into.data(), n, static_cast<darkbert::Index>(first), m);
           omp_set_num_threads(before);
           CAPTURE(p);
           CAPTURE(n);
           CAPTURE(first);
           CAPTURE(threads);
           CHECK(std::memcmp(got.data(), expected.data(), sizeof(T) * x.size()) == 0);
+          CHECK(std::memcmp(into.data(), expected.data(), sizeof(T) * x.size()) == 0);
         }
       }
     }
@@ -83,7 +86,7 @@ TEST_CASE("dropout: the integer threshold keeps exactly the elements keep() keep
   }
 }
 
-TEST_CASE("dropout: dropout_apply gives the element-wise reference's bits, float and double, at any length, offset and thread count") {
+TEST_CASE("dropout: dropout_apply gives the element-wise reference's bits, float and double, in place or not, at any length, offset and thread count") {
   check_dropout_bits<float>();
   check_dropout_bits<double>();
 }
@@ -92,6 +95,9 @@ TEST_CASE("dropout: p = 0 leaves the values untouched; the kept share is near 1 
   std::vector<float> x(100000, 1.0f);
   darkbert::kernels::dropout_apply(x.data(), static_cast<darkbert::Index>(x.size()), 0, DropoutMask{0.0f, 9});
   CHECK(std::all_of(x.begin(), x.end(), [](float v) { return v == 1.0f; }));
+  std::vector<float> copied(x.size(), 3.0f);  // out of place, p = 0: a copy
+  darkbert::kernels::dropout_apply(x.data(), copied.data(), static_cast<darkbert::Index>(x.size()), 0, DropoutMask{0.0f, 9});
+  CHECK(copied == x);
   darkbert::kernels::dropout_apply(x.data(), static_cast<darkbert::Index>(x.size()), 0, DropoutMask{0.2f, 9});
   const auto kept = std::count_if(x.begin(), x.end(), [](float v) { return v != 0.0f; });
   CHECK(static_cast<double>(kept) / 100000.0 == doctest::Approx(0.8).epsilon(0.01));

@@ -145,8 +145,7 @@ Var<T> dropout(Tape<T>& tape, const Var<T>& x, const kernels::DropoutMask& mask)
   if (!mask.active()) return x;
   Var<T> y = tape.variable(x.shape());
   const Index n = x.size();
-  std::copy(x.value(), x.value() + n, y.value());
-  kernels::dropout_apply(y.value(), n, 0, mask);
+  kernels::dropout_apply(x.value(), y.value(), n, 0, mask);
   tape.record([=] {
     kernels::dropout_apply(y.grad(), n, 0, mask);
     for (Index i = 0; i < n; ++i) x.grad()[i] += y.grad()[i];
@@ -213,8 +212,7 @@ Var<T> attention(Tape<T>& tape, const Var<T>& qkv, Index batch, Index length, In
       kernels::attention_softmax(pattern, s, b, h);
       const T* P = pattern + s.map_offset(b, h);
       if (dropped) {
-        std::copy(P, P + L2, dropped);
-        kernels::dropout_apply(dropped, L2, s.map_offset(b, h), drop);
+        kernels::dropout_apply(P, dropped, L2, s.map_offset(b, h), drop);
         P = dropped;
       }
       kernels::attention_context_from(qkv.value(), P, ctx.value(), s, b, h, scratch);

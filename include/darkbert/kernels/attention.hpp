@@ -443,8 +443,7 @@ void attention_backward_values(const T* qkv, const T* P, const T* dctx, T* dqkv,
   detail::MutableStridedMatrix<T> dV(dqkv + base + 2 * H, L, d, Eigen::OuterStride<>(ld));
   const T* Pd = P;
   if (drop.active()) {
-    std::copy(P, P + L * L, work);
-    dropout_apply(work, L * L, drop_first, drop);
+    dropout_apply(P, work, L * L, drop_first, drop);
     Pd = work;
   }
   dV.noalias() = ConstMatrixMap<T>(Pd, L, L).transpose() * dC;

@@ -463,8 +463,7 @@ void Transformer<T>::attention(int layer, const Batch& batch, T* attn, const Buf
     const T* map = attn + shape.map_offset(b, h);
     if (drop.active()) {
       T* copy = buf.dropped + omp_get_thread_num() * L2;
-      std::copy(map, map + L2, copy);
-      kernels::dropout_apply(copy, L2, shape.map_offset(b, h), drop);
+      kernels::dropout_apply(map, copy, L2, shape.map_offset(b, h), drop);
       map = copy;
     }
     kernels::attention_context_from(qkv, map, buf.ctx, shape, b, h, scratch);
@@ -583,8 +582,8 @@ void Transformer<T>::block_backward(int layer, const Batch& batch, const T* in, 
   T* d_mlp = d_c + N * H;    // [N, I]
   T* d_qkv = d_mlp + N * I;  // [N, 3H]
   T* attention_work = d_qkv + N * 3 * H;
-  auto undo_dropout = [&](T* x, std::uint64_t site) {
-    kernels::dropout_apply(x, N * H, 0, pass.mask(config_.hidden_dropout, site));
+  auto undo_dropout = [&](const T* from, T* to, std::uint64_t site) {
+    kernels::dropout_apply(from, to, N * H, 0, pass.mask(config_.hidden_dropout, site));
   };
   auto gradient_hook = [&](HookPoint point, TensorView<T> gradient, int head_axis = -1) {
     run_gradient_hook(hooks, batch, mask, point, layer, gradient, head_axis);
@@ -594,17 +593,16 @@ void Transformer<T>::block_backward(int layer, const Batch& batch, const T* in, 
 #pragma omp parallel for schedule(static)
     for (Index i = 0; i < N * H; ++i) to[i] += from[i];
   };
-  T* d_branch = d_a;  // gradient of a residual branch (dropout undone in place)
+  T* d_branch = d_a;  // gradient of a residual branch (dropout undone)
   T* d_mid = d_b;     // gradient of the stream between attention and MLP
 
   // --- MLP
   if (pre_ln) {
-    std::copy(d_out, d_out + N * H, d_branch);
+    std::copy(d_out, d_out + N * H, d_mid);  // the residual's share
   } else {
-    layer_norm_backward<T>(buf.sum2, buf.stats2, d_out, N, H, blk.mlp_norm, &g.mlp_norm, d_branch);
+    layer_norm_backward<T>(buf.sum2, buf.stats2, d_out, N, H, blk.mlp_norm, &g.mlp_norm, d_mid);
   }
-  std::copy(d_branch, d_branch + N * H, d_mid);  // the residual's share
-  undo_dropout(d_branch, dropout_site::mlp_output(layer));
+  undo_dropout(d_mid, d_branch, dropout_site::mlp_output(layer));
   gradient_hook(HookPoint::mlp_out, residual_view(d_branch));
   linear_backward<T>(buf.mlp, d_branch, N, blk.mlp_out, &g.mlp_out, d_mlp);  // [N, H] -> [N, I]
   gradient_hook(HookPoint::mlp_post, TensorView<T>::contiguous(d_mlp, {B, L, I}));
@@ -625,8 +623,7 @@ void Transformer<T>::block_backward(int layer, const Batch& batch, const T* in, 
     d_resid = d_c;
     d_ctx = d_mid;  // free now
   }
-  std::copy(d_resid, d_resid + N * H, d_branch);
-  undo_dropout(d_branch, dropout_site::attention_output(layer));
+  undo_dropout(d_resid, d_branch, dropout_site::attention_output(layer));
   gradient_hook(HookPoint::attn_out, residual_view(d_branch));
   linear_backward<T>(buf.ctx, d_branch, N, blk.attn_out, &g.attn_out, d_ctx);  // [N, H] -> [N, H]
   gradient_hook(HookPoint::z, TensorView<T>::contiguous(d_ctx, {B, L, nh, d}), 2);
