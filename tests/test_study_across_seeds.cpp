@@ -54,3 +54,18 @@ TEST_CASE("seed_dirs: the seed-<k> folders of a task, by seed number, nothing el
   CHECK(found[1].filename() == "seed-2");
   CHECK(found[2].filename() == "seed-10");
 }
+
+TEST_CASE("fine_tuning_seed: metrics.json's seed, the fallback without one, a named error for a bad one") {
+  const auto dir = darkbert::test::scratch_dir("study_across_seeds_fine_tuning_seed");
+  CHECK(study::fine_tuning_seed(dir, 4) == 4);
+  darkbert::test::write_file(dir / "metrics.json", R"({"task": "MRPC", "seed": 3})");
+  CHECK(study::fine_tuning_seed(dir, 4) == 3);
+  const auto path = (dir / "metrics.json").string();
+  for (const char* bad : {R"({"task": "MRPC"})", R"({"seed": "3"})", R"({"seed": -1})", R"({"seed": 2.5})", "[3]"}) {
+    CAPTURE(bad);
+    darkbert::test::write_file(dir / "metrics.json", bad);
+    CHECK_THROWS_WITH_AS(study::fine_tuning_seed(dir, 4), doctest::Contains(path.c_str()), darkbert::error);
+  }
+  darkbert::test::write_file(dir / "metrics.json", "{\"seed\": ");
+  CHECK_THROWS_WITH_AS(study::fine_tuning_seed(dir, 4), doctest::Contains(path.c_str()), darkbert::error);
+}

@@ -25,18 +25,10 @@
 #include <string>      // std::string
 #include <vector>      // std::vector
 
-#include "darkbert/io/json.hpp"
 #include "darkbert/study/disable_heads.hpp"
 #include "darkbert/train/default_models.hpp"
 
 namespace study = darkbert::study;
-
-// The fine-tuning seed of a model folder: its metrics.json says it (darkbert finetune and the Table 1 run
-// write one); otherwise its position among the --model options, from 1.
-static std::uint64_t seed_of(const std::filesystem::path& dir, std::size_t position) {
-  if (std::filesystem::exists(dir / "metrics.json")) return darkbert::read_json_file(dir / "metrics.json").at("seed").get<std::uint64_t>();
-  return position + 1;
-}
 
 int main(int argc, char** argv) {
   CLI::App app{"Section 3.6: the task score with each head and each layer disabled, over fine-tuning seeds "
@@ -48,8 +40,9 @@ int main(int argc, char** argv) {
   std::size_t max_examples = 0;
   std::uint64_t seed = 1;
   study::DisableHeadsOptions options;
-  app.add_option("--model", models, "Fine-tuned classifier folder; repeat once per fine-tuning seed "
-                                    "(default: the study model, which has no classifier)");
+  app.add_option("--model", models, "Fine-tuned classifier folder; repeat once per fine-tuning seed (its metrics.json "
+                                    "names the seed, else its place here from 1; default: the study model, which "
+                                    "has no classifier)");
   app.add_option("--task", task_name, "GLUE task the models were fine-tuned on")->capture_default_str();
   app.add_option("--out", out, "Output folder")->capture_default_str();
   app.add_option("--max-examples", max_examples, "Score on at most N evaluation examples (0 = all)")->capture_default_str();
@@ -74,7 +67,7 @@ int main(int argc, char** argv) {
       const auto tokenizer = darkbert::Tokenizer::from_directory(models[i]);
       const auto inputs = study::load_task_inputs(root, task, tokenizer, model.config(),
                                                   {.max_examples = max_examples, .seed = seed});
-      options.seed = seed_of(models[i], i);
+      options.seed = study::fine_tuning_seed(models[i], i + 1);
       options.model = models[i].string();
       const auto r = study::disable_heads(model, inputs, options);
       r.save(study::seed_dir(dir, r.seed));

@@ -25,19 +25,11 @@
 #include <string>      // std::string
 #include <vector>      // std::vector
 
-#include "darkbert/io/json.hpp"
 #include "darkbert/study/finetune_change.hpp"
 #include "darkbert/study/finetune_table.hpp"
 #include "darkbert/train/default_models.hpp"
 
 namespace study = darkbert::study;
-
-// The fine-tuning seed of a fine-tuned folder: its metrics.json says it (darkbert finetune and the table
-// write one); otherwise its position in --finetuned, from 1.
-static std::uint64_t seed_of(const std::filesystem::path& dir, std::size_t position) {
-  if (std::filesystem::exists(dir / "metrics.json")) return darkbert::read_json_file(dir / "metrics.json").at("seed").get<std::uint64_t>();
-  return position + 1;
-}
 
 int main(int argc, char** argv) {
   CLI::App app{"Section 3.3: per-head cosine similarity of attention before and after fine-tuning (Figure 5), "
@@ -51,7 +43,8 @@ int main(int argc, char** argv) {
   bool table = false;
   study::FineTuneTablePlan plan;
   app.add_option("--model", model, "Pretrained checkpoint folder (default: the study model, trained on first use)");
-  app.add_option("--finetuned", finetuned, "Fine-tuned folders of --model, one per fine-tuning seed");
+  app.add_option("--finetuned", finetuned, "Fine-tuned folders of --model, one per fine-tuning seed (its metrics.json "
+                                              "names the seed, else its place here from 1)");
   app.add_option("--task", task_name, "GLUE task: MRPC, STS-B, SST-2, RTE, QNLI (QQP, MNLI when present)")->capture_default_str();
   app.add_option("--out", out, "Output folder")->capture_default_str();
   app.add_option("--max-examples", max_examples, "Compare on at most N evaluation examples (0 = all)")->capture_default_str();
@@ -96,7 +89,7 @@ int main(int argc, char** argv) {
     for (std::size_t i = 0; i < finetuned.size(); ++i) {
       const auto tuned = darkbert::Transformer<float>::load(finetuned[i]);
       const auto change = study::measure_fine_tune_change(
-          pretrained, tuned, inputs, {.seed = seed_of(finetuned[i], i), .pretrained = model.string(), .finetuned = finetuned[i].string()});
+          pretrained, tuned, inputs, {.seed = study::fine_tuning_seed(finetuned[i], i + 1), .pretrained = model.string(), .finetuned = finetuned[i].string()});
       change.save(study::seed_dir(dir, change.seed));
       std::printf("seed %llu: layers by change %s\n", static_cast<unsigned long long>(change.seed),
                   change.summary()["layers_by_change"].dump().c_str());

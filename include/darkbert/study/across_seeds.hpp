@@ -200,4 +200,16 @@ inline std::vector<std::string> seed_columns(const std::vector<std::uint64_t>& s
 
 }  // namespace detail
 
+/// The seed a fine-tuned folder was trained with: the "seed" of its metrics.json (`darkbert finetune` and
+/// the Table 1 run write one), or `fallback` when the folder has none. A metrics.json without a
+/// non-negative integer "seed" is an error naming the file.
+/// @code
+/// auto seed = darkbert::study::fine_tuning_seed("table/checkpoints/MRPC/seed-2", 1);   // 2
+/// @endcode
+inline std::uint64_t fine_tuning_seed(const std::filesystem::path& dir, std::uint64_t fallback) {
+  const auto path = dir / "metrics.json";
+  if (!std::filesystem::exists(path)) return fallback;
+  return detail::unsigned_field(read_json_file(path), "seed", path.string());
+}
+
 }  // namespace darkbert::study
