@@ -1,5 +1,6 @@
-// Tests for study/across_seeds.hpp: mean and sample sd over seeds (by hand), cell by cell over tables, and
-// the seed-folder layout that lets results computed on different machines be merged.
+// Tests for study/across_seeds.hpp: mean and sample sd over seeds (by hand), cell by cell over tables, the
+// seed-folder layout that lets results computed on different machines be merged, and the seed a fine-tuned
+// folder names.
 #include <doctest/doctest.h>
 
 #include <cmath>   // std::isnan
