@@ -1,12 +1,14 @@
 // Tests for study/sweep_shards.hpp: contiguous ablation ranges balanced by blocks, and shards of a sweep
-// merged into the whole result (scores exactly, blocks counted once for the baseline); missing, duplicated
-// and foreign shards named.
+// merged into the whole result (scores exactly, NaN included, blocks counted once for the baseline);
+// missing, duplicated, foreign and damaged shards named.
 #include <doctest/doctest.h>
 
 #include <algorithm>   // std::next_permutation
+#include <cmath>       // std::isnan
 #include <filesystem>  // std::filesystem
 #include <limits>      // std::numeric_limits
 #include <string>      // std::string
+#include <utility>     // std::pair
 #include <vector>      // std::vector
 
 #include <nlohmann/json.hpp>
@@ -118,4 +120,79 @@ TEST_CASE("merge_sweep_shards: 1, 2 and 3 shards in any order give the whole swe
         (base / "foreign").string() + ": sweep shard 1/1 belongs to another sweep (max_examples differ from this one's); "
                                       "merge shards run with the same options");
   CHECK(message_of([&] { study::merge_sweep_shards({base}, sweep_fingerprint); }).find(base.string() + ": no sweep_shard.json") == 0);
+}
+
+TEST_CASE("sweep_shard_starts: every shard's range in one pass, as sweep_shard_range gives it") {
+  for (const auto& shape : {std::pair{3, 4}, std::pair{12, 12}, std::pair{1, 1}, std::pair{6, 8}}) {
+    const int layers = shape.first;  // named locals: clang 14's CAPTURE cannot take structured bindings
+    const auto blocks = study::sweep_ablation_blocks(layers, shape.second);
+    for (int n : {1, 2, 3, 5, 7, 16, 100, 200}) {
+      CAPTURE(layers);
+      CAPTURE(n);
+      const auto starts = study::detail::sweep_shard_starts(blocks, n);
+      REQUIRE(starts.size() == static_cast<std::size_t>(n) + 1);
+      for (int k = 1; k <= n; ++k)
+        CHECK(study::sweep_shard_range(blocks, {k, n}) == std::pair{starts[static_cast<std::size_t>(k - 1)], starts[static_cast<std::size_t>(k)]});
+    }
+  }
+}
+
+TEST_CASE("merge_sweep_shards: a NaN score or baseline goes through; a damaged file is an error naming it") {
+  const auto base = darkbert::test::scratch_dir("study_sweep_shards_damaged");
+  // NaN (a correlation of constant predictions) is written as results files write it and read back as NaN.
+  auto part = whole_sweep();
+  part.baseline = std::numeric_limits<double>::quiet_NaN();
+  part.head_scores(1, 2) = std::numeric_limits<double>::quiet_NaN();
+  study::write_sweep_shard(base / "nan", part, sweep_fingerprint, {1, 1}, {0, 15}, 9);
+  const auto merged = study::merge_sweep_shards({base / "nan"}, sweep_fingerprint);
+  CHECK(std::isnan(merged.baseline));
+  CHECK(std::isnan(merged.head_scores(1, 2)));
+  CHECK(merged.head_scores(1, 3) == whole_sweep().head_scores(1, 3));
+
+  // One field at a time made wrong in a good shard file: each refused with the file's name and the key.
+  write_part(base / "good", 1, 1, sweep_fingerprint);
+  const auto file = base / "good" / "sweep_shard.json";
+  const auto good = darkbert::read_json_file(file);
+  const std::vector<std::pair<const char*, nlohmann::json>> damage = {
+      {"layers", "3"}, {"heads", -4}, {"begin", 0.5}, {"end", nullptr}, {"shard", "1"}, {"seed", -2},
+      {"examples", "40"}, {"block_evaluations", "many"}, {"baseline_blocks", 1.5}, {"task", 3}, {"metric", nullptr},
+      {"policy", false}, {"model", 1}, {"data", nlohmann::json::array()}, {"causal", "no"}, {"baseline", "high"},
+      {"seconds", "soon"}, {"scores", "none"}, {"scores", nlohmann::json::array({0.5, "x"})}};
+  for (const auto& entry : damage) {
+    const char* key = entry.first;
+    CAPTURE(key);
+    auto j = good;
+    j[key] = entry.second;
+    const auto dir = base / (std::string("damaged-") + key);
+    darkbert::test::write_file(dir / "sweep_shard.json", j.dump());
+    const auto message = message_of([&] { study::merge_sweep_shards({dir}, sweep_fingerprint); });
+    CHECK(message.find((dir / "sweep_shard.json").string()) != std::string::npos);
+    CHECK(message.find(key) != std::string::npos);
+  }
+  for (const char* key : {"layers", "scores", "causal"}) {
+    CAPTURE(key);
+    auto j = good;
+    j.erase(key);
+    const auto dir = base / (std::string("missing-") + key);
+    darkbert::test::write_file(dir / "sweep_shard.json", j.dump());
+    CHECK(message_of([&] { study::merge_sweep_shards({dir}, sweep_fingerprint); }).find((dir / "sweep_shard.json").string()) == 0);
+  }
+
+  // A shape or shard count out of range, and a shape the files hold too few scores for: refused before any
+  // allocation for it.
+  auto write_changed = [&](const std::string& name, const nlohmann::json& changes) {
+    auto j = good;
+    for (const auto& [key, value] : changes.items()) j[key] = value;
+    darkbert::test::write_file(base / name / "sweep_shard.json", j.dump());
+    return message_of([&] { study::merge_sweep_shards({base / name}, sweep_fingerprint); });
+  };
+  CHECK(write_changed("huge", {{"layers", 1000000}, {"heads", 1000000}}) ==
+        (base / "huge" / "sweep_shard.json").string() + ": a sweep of 1000000 layers x 1000000 heads is out of range");
+  CHECK(write_changed("zero", {{"layers", 0}}).find("a sweep of 0 layers x 4 heads is out of range") != std::string::npos);
+  CHECK(write_changed("shards", {{"shard", 2}, {"shards", 1}}) ==
+        (base / "shards" / "sweep_shard.json").string() +
+            ": shard 2/1 is out of range (1 <= K <= N <= 999999, as --shard takes them)");
+  CHECK(write_changed("many", {{"shards", 1000000}}).find("shard 1/1000000 is out of range") != std::string::npos);
+  CHECK(write_changed("wide", {{"layers", 4000}, {"heads", 60000}}) ==
+        "sweep merge: the shards given hold 15 scores, a sweep of 4000 layers x 60000 heads has 240004000 ablations");
 }
