@@ -45,29 +45,10 @@ inline std::vector<long> sweep_ablation_blocks(int layers, int heads) {
   return blocks;
 }
 
-/// The ablations [begin, end) of shard `s`: contiguous ranges cutting the summed blocks into N near-equal
-/// parts (shard K starts at the first ablation whose preceding blocks reach (K-1)/N of the total).
-inline std::pair<std::size_t, std::size_t> sweep_shard_range(const std::vector<long>& blocks, ShardSpec s) {
-  require(s.count >= 1 && s.index >= 1 && s.index <= s.count, "sweep shard ", s.index, "/", s.count, ": out of range");
-  long total = 0;
-  for (long b : blocks) total += b;
-  auto boundary = [&](long k) {  // the first index whose preceding blocks * N >= k * total
-    if (k >= s.count) return blocks.size();
-    long before = 0;
-    for (std::size_t i = 0; i < blocks.size(); ++i) {
-      if (before * s.count >= k * total) return i;
-      before += blocks[i];
-    }
-    return blocks.size();
-  };
-  return {boundary(s.index - 1), boundary(s.index)};
-}
-
 namespace detail {
 
-// Every shard's first ablation for N shards, and the end: sweep_shard_range(blocks, {k, N}) is
-// {starts[k - 1], starts[k]}, found in one pass instead of one per shard (a merge lists what each of up to
-// 999,999 shards should have had).
+// Every shard's first ablation for N shards, and the end, in one pass: shard k is [starts[k - 1], starts[k]).
+// Shard k starts at the first ablation whose preceding blocks reach (k-1)/N of the total.
 inline std::vector<std::size_t> sweep_shard_starts(const std::vector<long>& blocks, int n) {
   long total = 0;
   for (long b : blocks) total += b;
@@ -80,6 +61,18 @@ inline std::vector<std::size_t> sweep_shard_starts(const std::vector<long>& bloc
   }
   return starts;
 }
+
+}  // namespace detail
+
+/// The ablations [begin, end) of shard `s`: contiguous ranges cutting the summed blocks into N near-equal
+/// parts (shard K starts at the first ablation whose preceding blocks reach (K-1)/N of the total).
+inline std::pair<std::size_t, std::size_t> sweep_shard_range(const std::vector<long>& blocks, ShardSpec s) {
+  require(s.count >= 1 && s.index >= 1 && s.index <= s.count, "sweep shard ", s.index, "/", s.count, ": out of range");
+  const auto starts = detail::sweep_shard_starts(blocks, s.count);
+  return {starts[static_cast<std::size_t>(s.index - 1)], starts[static_cast<std::size_t>(s.index)]};
+}
+
+namespace detail {
 
 // "L2H3" for a head ablation, "layer 2" for a layer ablation.
 inline std::string ablation_name(std::size_t a, Index layers, Index heads) {
